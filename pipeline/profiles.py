@@ -1,0 +1,90 @@
+"""Flink-version semantics profiles, read from ``conf/profiles/*.json``.
+
+Everything that differs between Flink releases (which edges chain, what the hasher
+counts as a chainable output, whether FLIP-27 sources chain into multi-input operators)
+lives in those files. This module is the one place in code that reads them, so the
+steps downstream ask a profile a question instead of comparing version strings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "conf" / "profiles"
+
+
+@dataclass(frozen=True)
+class ChainRules:
+    """The sub-conditions of ``StreamingJobGraphGenerator.isChainable`` for one release."""
+
+    upstream_strategies: tuple[str, ...]
+    downstream_strategies: tuple[str, ...]
+    # HEAD_WITH_SOURCES downstream chains only behind a FLIP-27 source operator.
+    head_with_sources_downstream: bool
+    # Exchange modes that block chaining of a FORWARD edge (e.g. BATCH).
+    blocking_exchange_modes: tuple[str, ...]
+    # isChainableInput: two in-edges of one input position (a union) never chain.
+    union_type_number_rule: bool
+    # A YieldingOperatorFactory never chains behind a chain whose head is a legacy source.
+    yielding_after_legacy_source: bool
+    # Honour chain_operators_with_different_max_parallelism=false.
+    max_parallelism_option: bool
+    # FORWARD_FOR_CONSECUTIVE_HASH chains (only valid in a dynamic graph).
+    forward_for_consecutive_hash: bool
+
+
+@dataclass(frozen=True)
+class Profile:
+    version: str
+    tested_releases: tuple[str, ...]
+    chain: ChainRules
+    # "generator": the hasher counts outputs with the generator's own isChainable;
+    # "legacy": the 1.9 hasher's private isChainable (no exchange-mode check).
+    hasher_chainable: str
+    # FLIP-27 sources chain into HEAD_WITH_SOURCES operators as chain index 0.
+    chained_sources: bool
+    # A non-chained HYBRID_* exchange in a STREAMING job makes Flink throw.
+    hybrid_requires_batch: bool
+    notes: tuple[str, ...] = field(default=())
+
+
+@lru_cache(maxsize=None)
+def load_profile(version: str) -> Profile:
+    path = PROFILE_DIR / f"{version}.json"
+    if not path.exists():
+        raise KeyError(version)
+    raw = json.loads(path.read_text())
+    c = raw["chain"]
+    rules = ChainRules(
+        upstream_strategies=tuple(c["upstream_strategies"]),
+        downstream_strategies=tuple(c["downstream_strategies"]),
+        head_with_sources_downstream=bool(c["head_with_sources_downstream"]),
+        blocking_exchange_modes=tuple(c["blocking_exchange_modes"]),
+        union_type_number_rule=bool(c["union_type_number_rule"]),
+        yielding_after_legacy_source=bool(c["yielding_after_legacy_source"]),
+        max_parallelism_option=bool(c["max_parallelism_option"]),
+        forward_for_consecutive_hash=bool(c["forward_for_consecutive_hash"]),
+    )
+    return Profile(
+        version=raw["version"],
+        tested_releases=tuple(raw.get("tested_releases", ())),
+        chain=rules,
+        hasher_chainable=raw["hasher_chainable"],
+        chained_sources=bool(raw["chained_sources"]),
+        hybrid_requires_batch=bool(raw["hybrid_requires_batch"]),
+        notes=tuple(raw.get("notes", ())),
+    )
+
+
+def supported_versions() -> list[str]:
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split("."))
+
+    return sorted((p.stem for p in PROFILE_DIR.glob("*.json")), key=key)
+
+
+def newest_version() -> str:
+    return supported_versions()[-1]

@@ -1,0 +1,232 @@
+"""SPEC section 1 for one graph: defaults applied, the contract checked, rows out.
+
+This runs once per input graph inside a Spark ``mapInPandas`` (see
+:mod:`pipeline.read_spec`), so a graph that breaks the contract is turned into one
+``graph_errors`` row right where it is read, and never reaches the later steps. The
+checks are the ones a person can act on: each error names the offending node or edge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.profiles import newest_version, supported_versions
+
+CHAINING_STRATEGIES = ("ALWAYS", "HEAD", "NEVER", "HEAD_WITH_SOURCES")
+SOURCE_KINDS = ("LEGACY", "FLIP27")
+PARTITIONERS = (
+    "FORWARD",
+    "REBALANCE",
+    "RESCALE",
+    "HASH",
+    "BROADCAST",
+    "SHUFFLE",
+    "GLOBAL",
+    "CUSTOM",
+    "FORWARD_FOR_CONSECUTIVE_HASH",
+)
+EXCHANGE_MODES = ("UNDEFINED", "PIPELINED", "BATCH", "HYBRID_FULL", "HYBRID_SELECTIVE")
+JOB_TYPES = ("STREAMING", "BATCH")
+UID_HASH_RE = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+class ContractError(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class ParsedGraph:
+    graph: dict[str, Any]
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+
+
+def normalize_version(value: Any) -> str:
+    """'1.20', '1.20.5' and 1.2 (a JSON number) all name a release line 'major.minor'."""
+    if value is None:
+        return newest_version()
+    text = str(value).strip()
+    m = re.match(r"^(\d+)\.(\d+)", text)
+    if not m:
+        raise ContractError("UNSUPPORTED_VERSION", f"flink_version {value!r} is not of the form major.minor")
+    version = f"{int(m.group(1))}.{int(m.group(2))}"
+    if version not in supported_versions():
+        raise ContractError(
+            "UNSUPPORTED_VERSION",
+            f"flink_version {text} has no profile; supported: {', '.join(supported_versions())}",
+        )
+    return version
+
+
+def _enum(value: Any, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ContractError("UNKNOWN_ENUM", f"{what} is {value!r}; expected one of {', '.join(allowed)}")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ContractError("BAD_FIELD", f"{what} must be an integer, got {value!r}")
+    return value
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ContractError("BAD_FIELD", f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def _require(obj: dict[str, Any], key: str, what: str) -> Any:
+    if key not in obj or obj[key] is None:
+        raise ContractError("MISSING_FIELD", f"{what} has no '{key}'")
+    return obj[key]
+
+
+def parse_graph(obj: Any) -> ParsedGraph:
+    """Apply SPEC defaults and check the contract; raises ContractError on the first breach."""
+    if not isinstance(obj, dict):
+        raise ContractError("BAD_FIELD", "a graph must be a JSON object")
+    graph_id = _require(obj, "graph_id", "the graph")
+    if not isinstance(graph_id, str) or not graph_id:
+        raise ContractError("BAD_FIELD", f"graph_id must be a non-empty string, got {graph_id!r}")
+    version = normalize_version(obj.get("flink_version"))
+    job_type = _enum(obj.get("job_type", "STREAMING"), JOB_TYPES, "job_type")
+    graph = {
+        "graph_id": graph_id,
+        "job_name": str(obj.get("job_name") or graph_id),
+        "flink_version": version,
+        "chaining_enabled": _bool(obj.get("chaining_enabled", True), "chaining_enabled"),
+        "chain_operators_with_different_max_parallelism": _bool(
+            obj.get("chain_operators_with_different_max_parallelism", True),
+            "chain_operators_with_different_max_parallelism",
+        ),
+        "job_type": job_type,
+        "dynamic": _bool(obj.get("dynamic", False), "dynamic"),
+    }
+    raw_nodes = obj.get("nodes")
+    raw_edges = obj.get("edges", [])
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise ContractError("MISSING_FIELD", "the graph has no nodes")
+    if not isinstance(raw_edges, list):
+        raise ContractError("BAD_FIELD", "edges must be a list")
+
+    ids = [_int(_require(n, "id", "a node"), "node id") for n in raw_nodes]
+    dupes = sorted(i for i, c in Counter(ids).items() if c > 1)
+    if dupes:
+        raise ContractError("DUPLICATE_NODE_ID", f"node ids {dupes} occur more than once")
+    known = set(ids)
+
+    edges = []
+    in_degree: Counter[int] = Counter()
+    for idx, e in enumerate(raw_edges):
+        where = f"edge #{idx}"
+        s = _int(_require(e, "source", where), f"{where} source")
+        t = _int(_require(e, "target", where), f"{where} target")
+        for end, nid in (("source", s), ("target", t)):
+            if nid not in known:
+                raise ContractError("DANGLING_EDGE", f"{where} ({s} -> {t}) has {end} {nid}, which is not a node")
+        tag = e.get("output_tag")
+        edges.append(
+            {
+                "graph_id": graph_id,
+                "edge_idx": idx,
+                "source": s,
+                "target": t,
+                "partitioner": _enum(e.get("partitioner", "FORWARD"), PARTITIONERS, f"{where} partitioner"),
+                "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
+                "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
+                "output_tag": None if tag is None else str(tag),
+            }
+        )
+        in_degree[t] += 1
+
+    nodes = []
+    uids: Counter[str] = Counter()
+    for n in raw_nodes:
+        nid = n["id"]
+        where = f"node {nid}"
+        name = _require(n, "name", where)
+        parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
+        if parallelism < 1:
+            raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
+        max_par = _int(n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism")
+        is_source = _bool(n.get("is_source", in_degree[nid] == 0), f"{where} is_source")
+        if "source_kind" in n:
+            source_kind = n["source_kind"]
+            if source_kind is not None:
+                _enum(source_kind, SOURCE_KINDS, f"{where} source_kind")
+        else:
+            source_kind = "LEGACY" if is_source else None
+        has_operator = _bool(n.get("has_operator", True), f"{where} has_operator")
+        strategy = n.get("chaining_strategy")
+        if strategy is None and has_operator:
+            strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
+        if strategy is not None:
+            _enum(strategy, CHAINING_STRATEGIES, f"{where} chaining_strategy")
+        uid = n.get("uid")
+        if uid is not None:
+            uid = str(uid)
+            uids[uid] += 1
+        uid_hash = n.get("uid_hash")
+        if uid_hash is not None:
+            if not isinstance(uid_hash, str) or not UID_HASH_RE.match(uid_hash):
+                raise ContractError("BAD_UID_HASH", f"{where} uid_hash {uid_hash!r} is not 32 hex characters")
+            uid_hash = uid_hash.lower()
+        ssg = n.get("slot_sharing_group", "default")
+        nodes.append(
+            {
+                "graph_id": graph_id,
+                "node_id": nid,
+                "name": str(name),
+                "uid": uid,
+                "uid_hash": uid_hash,
+                "parallelism": parallelism,
+                "max_parallelism": max_par,
+                "chaining_strategy": strategy,
+                "slot_sharing_group": None if ssg is None else str(ssg),
+                "is_source": is_source,
+                "source_kind": source_kind,
+                "yielding": _bool(n.get("yielding", False), f"{where} yielding"),
+                "has_operator": has_operator,
+            }
+        )
+
+    dup_uids = sorted(u for u, c in uids.items() if c > 1)
+    if dup_uids:
+        raise ContractError(
+            "DUPLICATE_UID",
+            f'Hash collision on user-specified ID "{dup_uids[0]}". Most likely cause is a non-unique ID. '
+            "Please check that all IDs are unique.",
+        )
+    if not any(nd["is_source"] for nd in nodes):
+        raise ContractError("NO_SOURCE", "the graph has no source node (no node with is_source, none without in-edges)")
+    orphans = sorted(nd["node_id"] for nd in nodes if in_degree[nd["node_id"]] == 0 and not nd["is_source"])
+    if orphans:
+        raise ContractError("UNREACHABLE_NODE", f"nodes {orphans[:10]} have no in-edges but are not sources")
+    _check_acyclic(ids, edges)
+    return ParsedGraph(graph, nodes, edges)
+
+
+def _check_acyclic(ids: list[int], edges: list[dict[str, Any]]) -> None:
+    out: dict[int, list[int]] = {i: [] for i in ids}
+    indeg = {i: 0 for i in ids}
+    for e in edges:
+        out[e["source"]].append(e["target"])
+        indeg[e["target"]] += 1
+    ready = deque(i for i in ids if indeg[i] == 0)
+    seen = 0
+    while ready:
+        v = ready.popleft()
+        seen += 1
+        for t in out[v]:
+            indeg[t] -= 1
+            if indeg[t] == 0:
+                ready.append(t)
+    if seen != len(ids):
+        in_cycle = sorted(i for i in ids if indeg[i] > 0)[:10]
+        raise ContractError("CYCLE", f"the edges form a cycle through nodes {in_cycle}; a StreamGraph is acyclic")

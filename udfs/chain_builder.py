@@ -1,0 +1,147 @@
+"""Flink's ``createChain`` walk, as one pure function over a graph's arrays.
+
+Which nodes share a chain is settled upstream (connected components over the chainable
+edges). What this walk adds is *order*, which Flink defines only procedurally:
+
+- entry points are the non-chained sources and the HEAD_WITH_SOURCES operators that
+  FLIP-27 sources chain into, visited by ascending node id;
+- from a node, chainable outputs are followed first, then non-chainable ones start new
+  chains (``transitiveOutEdges`` collects the non-chainable edges in that order);
+- a node is added to its chain's operator list, and a head creates its JobVertex, only
+  after its outputs were walked: operator-ID lists and the JobGraph's vertex order are
+  post-order;
+- job edges are connected vertex by vertex in that order, each vertex's transitive out
+  edges in order, and each connection appends one input to its target vertex.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from udfs.graph_arrays import GraphArrays
+
+POINTWISE_PARTITIONERS = frozenset({"FORWARD", "RESCALE", "FORWARD_FOR_CONSECUTIVE_HASH"})
+
+
+@dataclass
+class ChainWalk:
+    vertex_of: np.ndarray  # node position -> head node position of its JobVertex
+    chain_index: np.ndarray
+    is_chain_head: np.ndarray
+    is_chain_end: np.ndarray
+    in_vertex_operator_ids: np.ndarray
+    vertex_heads: list[int] = field(default_factory=list)  # JobGraph order
+    vertex_names: dict[int, str] = field(default_factory=dict)
+    vertex_operators: dict[int, list[int]] = field(default_factory=dict)  # post-order
+    # (source vertex head, target vertex head, edge position, input index)
+    job_edges: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+
+def chained_source_targets(
+    g: GraphArrays, is_source: np.ndarray, chainable_input: np.ndarray, enabled: bool
+) -> dict[int, int]:
+    """FLIP-27 sources that run as chain-index-0 inputs of a HEAD_WITH_SOURCES operator."""
+    if not enabled:
+        return {}
+    kinds = g.nodes["source_kind"].to_numpy(object)
+    strategies = g.nodes["chaining_strategy"].to_numpy(object)
+    out: dict[int, int] = {}
+    for s in np.flatnonzero(is_source).tolist():
+        if kinds[s] != "FLIP27" or len(g.out_edges[s]) != 1:
+            continue
+        e = g.out_edges[s][0]
+        t = int(g.dst[e])
+        if strategies[t] == "HEAD_WITH_SOURCES" and chainable_input[e]:
+            out[s] = t
+    return out
+
+
+def walk_chains(
+    g: GraphArrays,
+    chainable: np.ndarray,
+    is_source: np.ndarray,
+    chained_sources: dict[int, int],
+) -> ChainWalk:
+    n = g.n
+    names = g.nodes["name"].to_numpy(object)
+    walk = ChainWalk(
+        vertex_of=np.full(n, -1, dtype=np.int64),
+        chain_index=np.zeros(n, dtype=np.int64),
+        is_chain_head=np.zeros(n, dtype=bool),
+        is_chain_end=np.zeros(n, dtype=bool),
+        in_vertex_operator_ids=np.ones(n, dtype=bool),
+    )
+    chained_names: dict[int, str] = {}
+    entry_points = {t for t in chained_sources.values()}
+    entry_points.update(s for s in np.flatnonzero(is_source).tolist() if s not in chained_sources)
+    built: set[int] = set()
+    transitive: dict[int, list[int]] = {}
+
+    def operator_name(v: int, is_entry: bool) -> str:
+        if not is_entry:
+            return names[v]
+        inputs = [int(g.src[e]) for e in g.in_edges[v]]
+        chained = [names[s] for s in inputs if chained_sources.get(s) == v]
+        return f"{names[v]} [{', '.join(chained)}]" if chained else names[v]
+
+    def create_chain(v: int, index: int, start: int) -> list[int]:
+        if start in built:
+            return []
+        outs = g.out_edges[v]
+        chain_outs = [e for e in outs if chainable[e]]
+        other_outs = [e for e in outs if not chainable[e]]
+        trans: list[int] = []
+        for e in chain_outs:
+            trans.extend(create_chain(int(g.dst[e]), index + 1, start))
+        for e in other_outs:
+            trans.append(e)
+            t = int(g.dst[e])
+            entry_points.add(t)
+            create_chain(t, 1, t)
+        own = operator_name(v, v in entry_points)
+        if len(chain_outs) > 1:
+            chained_names[v] = f"{own} -> ({', '.join(chained_names[int(g.dst[e])] for e in chain_outs)})"
+        elif chain_outs:
+            chained_names[v] = f"{own} -> {chained_names[int(g.dst[chain_outs[0]])]}"
+        else:
+            chained_names[v] = own
+        walk.vertex_operators.setdefault(start, []).append(v)
+        walk.vertex_of[v] = start
+        walk.chain_index[v] = index
+        walk.is_chain_end[v] = not chain_outs
+        if v == start:
+            walk.is_chain_head[v] = True
+            built.add(start)
+            walk.vertex_heads.append(start)
+            walk.vertex_names[start] = chained_names[v]
+            transitive[start] = trans
+        return trans
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * n + 1000))
+    try:
+        for start in sorted(entry_points):
+            create_chain(start, 1, start)
+    finally:
+        sys.setrecursionlimit(limit)
+
+    for s, t in chained_sources.items():
+        walk.vertex_of[s] = t
+        walk.chain_index[s] = 0
+        walk.in_vertex_operator_ids[s] = False
+
+    inputs_per_vertex: dict[int, int] = {}
+    for head in walk.vertex_heads:
+        for e in transitive[head]:
+            target = int(walk.vertex_of[int(g.dst[e])])
+            idx = inputs_per_vertex.get(target, 0)
+            inputs_per_vertex[target] = idx + 1
+            walk.job_edges.append((head, target, e, idx))
+    return walk
+
+
+def distribution_pattern(partitioner: str) -> str:
+    return "POINTWISE" if partitioner in POINTWISE_PARTITIONERS else "ALL_TO_ALL"

@@ -1,0 +1,167 @@
+"""The per-graph steps the Spark stages run inside grouped pandas UDFs.
+
+Each function takes one graph's rows (as pandas frames, the shape ``applyInPandas``
+hands over) and returns rows; none of them touches Spark. That keeps every step
+testable on a hand-built graph, and keeps the Spark side of a stage to its wiring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pipeline.profiles import load_profile
+from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
+from udfs.graph_arrays import GraphArrays
+from udfs.hash_layers import check_uid_collisions, propagate_hashes, traversal_positions
+from udfs.murmur3 import to_hex
+from udfs.yielding_rule import apply_yielding_rule
+
+
+def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFrame) -> pd.DataFrame:
+    """Edges joined with both end nodes and their graph: the input of the rule UDF."""
+    node_cols = [
+        "graph_id",
+        "node_id",
+        "has_operator",
+        "chaining_strategy",
+        "slot_sharing_group",
+        "parallelism",
+        "max_parallelism",
+        "source_kind",
+        "yielding",
+    ]
+    nd = nodes[node_cols]
+    up = nd.add_prefix("up_").rename(columns={"up_graph_id": "graph_id", "up_node_id": "source"})
+    down = nd.add_prefix("down_").rename(columns={"down_graph_id": "graph_id", "down_node_id": "target"})
+    df = edges.merge(up, on=["graph_id", "source"]).merge(down, on=["graph_id", "target"])
+    df["down_in_degree"] = df.groupby(["graph_id", "target"])["edge_idx"].transform("size")
+    df["same_type_in_edges"] = df.groupby(["graph_id", "target", "type_number"])["edge_idx"].transform("size")
+    g = graphs[["graph_id", "flink_version", "chaining_enabled", "chain_operators_with_different_max_parallelism", "dynamic"]]
+    g = g.rename(columns={"chain_operators_with_different_max_parallelism": "chain_different_max_parallelism"})
+    return df.merge(g, on="graph_id").sort_values(["graph_id", "edge_idx"]).reset_index(drop=True)
+
+
+def hash_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Yielding rule, traversal order and layer-by-layer hashes for one graph.
+
+    ``edges`` carries the rule flags of :mod:`udfs.chaining_rules`. Returns node rows
+    (operator_id, user_operator_id, hash position/level), edge rows (final chainable
+    flags) and superstep statistics.
+    """
+    g = GraphArrays.build(nodes, edges)
+    e = g.edges
+    yield_sensitive = e["yield_sensitive"].to_numpy(bool)
+    chainable_local = e["chainable_local"].to_numpy(bool)
+    veto = apply_yielding_rule(g, chainable_local, yield_sensitive)
+    chainable = chainable_local & ~veto
+    chainable_input = e["chainable_input"].to_numpy(bool) & ~veto
+    hasher_chainable = e["hasher_chainable_local"].to_numpy(bool) & ~veto
+
+    uids = g.nodes["uid"].tolist()
+    has_uid = g.nodes["uid"].notna().to_numpy()
+    is_source = g.nodes["is_source"].to_numpy(bool)
+    trav = traversal_positions(g, has_uid, is_source)
+    chainable_outs = np.bincount(g.src[hasher_chainable], minlength=g.n)
+    hashes, layers = propagate_hashes(g, has_uid, uids, trav.position, chainable_outs)
+    check_uid_collisions(hashes, has_uid, trav.position, uids)
+
+    node_out = pd.DataFrame(
+        {
+            "graph_id": g.nodes["graph_id"].to_numpy(object),
+            "node_id": g.node_ids,
+            "operator_id": to_hex(hashes),
+            "hash_source": np.where(has_uid, "uid", "generated"),
+            "hash_position": trav.position,
+            "hash_level": trav.level,
+        }
+    )
+    edge_out = pd.DataFrame(
+        {
+            "graph_id": e["graph_id"].to_numpy(object),
+            "edge_idx": e["edge_idx"].to_numpy(np.int64),
+            "chainable": chainable,
+            "chainable_input": chainable_input,
+        }
+    )
+    stats = {"bfs_levels": len(trav.frontier_sizes), "frontier_sizes": trav.frontier_sizes, "hash_layers": layers}
+    return node_out, edge_out, stats
+
+
+def build_job_graph(
+    nodes: pd.DataFrame, edges: pd.DataFrame, graph: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """createChain order, chained names, operator lists and job edges for one graph.
+
+    ``nodes`` carries operator_id and chain_component (from connected components);
+    ``edges`` carries the final ``chainable``/``chainable_input`` flags.
+    """
+    profile = load_profile(graph["flink_version"])
+    g = GraphArrays.build(nodes, edges)
+    chainable = g.edges["chainable"].to_numpy(bool)
+    is_source = g.nodes["is_source"].to_numpy(bool)
+    chained = chained_source_targets(
+        g, is_source, g.edges["chainable_input"].to_numpy(bool), profile.chained_sources
+    )
+    walk = walk_chains(g, chainable, is_source, chained)
+    _check_components(g, walk)
+
+    op_ids = g.nodes["operator_id"].to_numpy(object)
+    user_ids = g.nodes["uid_hash"].to_numpy(object)
+    graph_id = graph["graph_id"]
+    heads = walk.vertex_of
+    operators = pd.DataFrame(
+        {
+            "graph_id": graph_id,
+            "node_id": g.node_ids,
+            "jobvertex_id": op_ids[heads],
+            "chain_head_node_id": g.node_ids[heads],
+            "chain_index": walk.chain_index,
+            "is_chain_head": walk.is_chain_head,
+            "is_chain_end": walk.is_chain_end,
+            "in_vertex_operator_ids": walk.in_vertex_operator_ids,
+        }
+    )
+    attrs = g.nodes
+    vertices = pd.DataFrame(
+        {
+            "graph_id": graph_id,
+            "vertex_order": np.arange(len(walk.vertex_heads), dtype=np.int64),
+            "jobvertex_id": [op_ids[h] for h in walk.vertex_heads],
+            "head_node_id": [int(g.node_ids[h]) for h in walk.vertex_heads],
+            "name": [walk.vertex_names[h] for h in walk.vertex_heads],
+            "parallelism": [int(attrs["parallelism"].iat[h]) for h in walk.vertex_heads],
+            "max_parallelism": [int(attrs["max_parallelism"].iat[h]) for h in walk.vertex_heads],
+            "slot_sharing_group": [attrs["slot_sharing_group"].iat[h] for h in walk.vertex_heads],
+            "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
+            "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
+        }
+    )
+    partitioners = g.edges["partitioner"].to_numpy(object)
+    job_edges = pd.DataFrame(
+        {
+            "graph_id": graph_id,
+            "source_jobvertex_id": [op_ids[s] for s, _, _, _ in walk.job_edges],
+            "target_jobvertex_id": [op_ids[t] for _, t, _, _ in walk.job_edges],
+            "source_node_id": [int(g.node_ids[g.src[e]]) for _, _, e, _ in walk.job_edges],
+            "target_node_id": [int(g.node_ids[g.dst[e]]) for _, _, e, _ in walk.job_edges],
+            "ship_strategy": [partitioners[e] for _, _, e, _ in walk.job_edges],
+            "distribution_pattern": [distribution_pattern(partitioners[e]) for _, _, e, _ in walk.job_edges],
+            "input_index": [i for _, _, _, i in walk.job_edges],
+            "edge_idx": [int(g.edges["edge_idx"].iat[e]) for _, _, e, _ in walk.job_edges],
+            "exchange_mode": [g.edges["exchange_mode"].iat[e] for _, _, e, _ in walk.job_edges],
+        }
+    )
+    return operators, vertices, job_edges
+
+
+def _check_components(g: GraphArrays, walk) -> None:
+    """The walk's chains must be exactly the connected components found upstream."""
+    if "chain_component" not in g.nodes:
+        return
+    comp = g.nodes["chain_component"].to_numpy()
+    members = walk.in_vertex_operator_ids  # chained sources join their vertex, not a component
+    head_comp = comp[walk.vertex_of]
+    bad = np.flatnonzero(members & (head_comp != comp))
+    if len(bad):
+        raise AssertionError(f"chain walk and connected components disagree on nodes {g.node_ids[bad][:5].tolist()}")
