@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "conf" / "profiles"
@@ -51,7 +51,7 @@ class Profile:
     notes: tuple[str, ...] = field(default=())
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_profile(version: str) -> Profile:
     path = PROFILE_DIR / f"{version}.json"
     if not path.exists():

@@ -154,7 +154,9 @@ def parse_graph(obj: Any) -> ParsedGraph:
         parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
         if parallelism < 1:
             raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
-        max_par = _int(n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism")
+        max_par = _int(
+            n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism"
+        )
         is_source = _bool(n.get("is_source", in_degree[nid] == 0), f"{where} is_source")
         if "source_kind" in n:
             source_kind = n["source_kind"]

@@ -3,6 +3,7 @@
 Not the product path (that is Spark, see pipeline/); this only exists to iterate on
 Flink semantics in seconds. Usage: python scripts/dev_check.py FILE.jsonl.gz [...]
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,17 +24,34 @@ from udfs.hash_layers import HashingError  # noqa: E402
 def run_one(obj):
     pg = parse_graph(obj)
     nodes = pd.DataFrame(pg.nodes)
-    edges = pd.DataFrame(pg.edges, columns=["graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"])
+    edges = pd.DataFrame(
+        pg.edges,
+        columns=[
+            "graph_id",
+            "edge_idx",
+            "source",
+            "target",
+            "partitioner",
+            "exchange_mode",
+            "type_number",
+            "output_tag",
+        ],
+    )
     graphs = pd.DataFrame([pg.graph])
     rows = edge_rule_rows(nodes, edges, graphs)
     flags = evaluate_edge_rules(rows)
     edges = pd.concat([rows[edges.columns], flags], axis=1)
     node_out, edge_out, stats = hash_graph(nodes, edges)
     nodes2 = nodes.merge(node_out[["node_id", "operator_id"]], on="node_id")
-    edges2 = edges.drop(columns=["chainable_input"]).merge(edge_out[["edge_idx", "chainable", "chainable_input"]], on="edge_idx")
+    edges2 = edges.drop(columns=["chainable_input"]).merge(
+        edge_out[["edge_idx", "chainable", "chainable_input"]], on="edge_idx"
+    )
     ops, verts, jedges = build_job_graph(nodes2, edges2, pg.graph)
     if pg.graph["job_type"] == "STREAMING" and jedges["exchange_mode"].astype(str).str.startswith("HYBRID").any():
-        raise HashingError("FLINK_REJECTED", "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, please set execution.runtime-mode to BATCH")
+        raise HashingError(
+            "FLINK_REJECTED",
+            "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, please set execution.runtime-mode to BATCH",
+        )
     return nodes2, ops, verts, jedges
 
 
@@ -48,9 +66,9 @@ def compare(obj):
     if "error" in exp:
         return [f"expected error {exp['error'][:80]}"]
     diffs = []
-    opid = dict(zip(nodes.node_id, nodes.operator_id))
+    opid = dict(zip(nodes.node_id, nodes.operator_id, strict=False))
     ops = ops.set_index("node_id")
-    uh = dict(zip(nodes.node_id, nodes.uid_hash))
+    uh = dict(zip(nodes.node_id, nodes.uid_hash, strict=False))
     for nid, e in exp["operators"].items():
         nid = int(nid)
         if isinstance(e, list):
@@ -59,9 +77,13 @@ def compare(obj):
                 diffs.append(f"node {nid}: {got} != {e}")
             continue
         got = {
-            "operator_id": opid[nid], "user_operator_id": uh[nid], "jobvertex_id": ops.loc[nid, "jobvertex_id"],
-            "chain_head_node_id": int(ops.loc[nid, "chain_head_node_id"]), "chain_index": int(ops.loc[nid, "chain_index"]),
-            "is_chain_head": bool(ops.loc[nid, "is_chain_head"]), "is_chain_end": bool(ops.loc[nid, "is_chain_end"]),
+            "operator_id": opid[nid],
+            "user_operator_id": uh[nid],
+            "jobvertex_id": ops.loc[nid, "jobvertex_id"],
+            "chain_head_node_id": int(ops.loc[nid, "chain_head_node_id"]),
+            "chain_index": int(ops.loc[nid, "chain_index"]),
+            "is_chain_head": bool(ops.loc[nid, "is_chain_head"]),
+            "is_chain_end": bool(ops.loc[nid, "is_chain_end"]),
             "in_vertex_operator_ids": bool(ops.loc[nid, "in_vertex_operator_ids"]),
         }
         for k, v in got.items():
@@ -69,31 +91,47 @@ def compare(obj):
                 diffs.append(f"node {nid} {k}: got {v} want {e[k]}")
     ev = exp["job_vertices"]
     if isinstance(ev, dict):
-        got = dict(zip(verts.jobvertex_id, verts.name))
+        got = dict(zip(verts.jobvertex_id, verts.name, strict=False))
         if got != ev:
             diffs.append(f"vertices {got} != {ev}")
         return diffs
     gotv = [
-        {"id": r.jobvertex_id, "name": r.name, "head_node_id": r.head_node_id, "parallelism": r.parallelism,
-         "max_parallelism": r.max_parallelism, "slot_sharing_group": r.slot_sharing_group,
-         "operator_ids": list(r.operator_ids), "user_operator_ids": list(r.user_operator_ids)}
-        for r in verts.itertuples()]
+        {
+            "id": r.jobvertex_id,
+            "name": r.name,
+            "head_node_id": r.head_node_id,
+            "parallelism": r.parallelism,
+            "max_parallelism": r.max_parallelism,
+            "slot_sharing_group": r.slot_sharing_group,
+            "operator_ids": list(r.operator_ids),
+            "user_operator_ids": list(r.user_operator_ids),
+        }
+        for r in verts.itertuples()
+    ]
     if gotv != ev:
-        for a, b in zip(gotv, ev):
+        for a, b in zip(gotv, ev, strict=False):
             if a != b:
                 diffs.append(f"vertex got {a}\n      want {b}")
                 break
         if len(gotv) != len(ev):
             diffs.append(f"vertex count {len(gotv)} != {len(ev)}")
     gote = [
-        {"source_vertex": r.source_jobvertex_id, "target_vertex": r.target_jobvertex_id, "source_node": r.source_node_id,
-         "target_node": r.target_node_id, "input_index": r.input_index, "distribution_pattern": r.distribution_pattern,
-         "ship_strategy_name": r.ship_strategy}
-        for r in jedges.itertuples()]
+        {
+            "source_vertex": r.source_jobvertex_id,
+            "target_vertex": r.target_jobvertex_id,
+            "source_node": r.source_node_id,
+            "target_node": r.target_node_id,
+            "input_index": r.input_index,
+            "distribution_pattern": r.distribution_pattern,
+            "ship_strategy_name": r.ship_strategy,
+        }
+        for r in jedges.itertuples()
+    ]
     key = lambda d: (d["target_vertex"], d["input_index"])  # noqa: E731
     if sorted(gote, key=key) != sorted(exp["job_edges"], key=key):
-        a = sorted(gote, key=key); b = sorted(exp["job_edges"], key=key)
-        for x, y in zip(a, b):
+        a = sorted(gote, key=key)
+        b = sorted(exp["job_edges"], key=key)
+        for x, y in zip(a, b, strict=False):
             if x != y:
                 diffs.append(f"edge got {x}\n     want {y}")
                 break

@@ -109,11 +109,13 @@ def _flags_for_profile(df: pd.DataFrame, profile: Profile) -> pd.DataFrame:
 def evaluate_edge_rules(df: pd.DataFrame) -> pd.DataFrame:
     """Rule flags for a batch of edge rows that may mix graphs of several versions."""
     parts = [
-        _flags_for_profile(group, load_profile(version))
-        for version, group in df.groupby("flink_version", sort=False)
+        _flags_for_profile(group, load_profile(version)) for version, group in df.groupby("flink_version", sort=False)
     ]
     if not parts:
         return pd.DataFrame(
-            {c: np.zeros(0, bool) for c in ("chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive")}
+            {
+                c: np.zeros(0, bool)
+                for c in ("chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive")
+            }
         )
     return pd.concat(parts).reindex(df.index)

@@ -38,7 +38,7 @@ class GraphArrays:
         dst = np.searchsorted(node_ids, edges["target"].to_numpy(dtype=np.int64))
         out_edges: list[list[int]] = [[] for _ in range(len(node_ids))]
         in_edges: list[list[int]] = [[] for _ in range(len(node_ids))]
-        for e, (s, t) in enumerate(zip(src.tolist(), dst.tolist())):
+        for e, (s, t) in enumerate(zip(src.tolist(), dst.tolist(), strict=False)):
             out_edges[s].append(e)
             in_edges[t].append(e)
         return cls(node_ids, nodes, edges, src, dst, out_edges, in_edges)

@@ -37,7 +37,9 @@ def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFram
     df = edges.merge(up, on=["graph_id", "source"]).merge(down, on=["graph_id", "target"])
     df["down_in_degree"] = df.groupby(["graph_id", "target"])["edge_idx"].transform("size")
     df["same_type_in_edges"] = df.groupby(["graph_id", "target", "type_number"])["edge_idx"].transform("size")
-    g = graphs[["graph_id", "flink_version", "chaining_enabled", "chain_operators_with_different_max_parallelism", "dynamic"]]
+    g = graphs[
+        ["graph_id", "flink_version", "chaining_enabled", "chain_operators_with_different_max_parallelism", "dynamic"]
+    ]
     g = g.rename(columns={"chain_operators_with_different_max_parallelism": "chain_different_max_parallelism"})
     return df.merge(g, on="graph_id").sort_values(["graph_id", "edge_idx"]).reset_index(drop=True)
 
@@ -100,9 +102,7 @@ def build_job_graph(
     g = GraphArrays.build(nodes, edges)
     chainable = g.edges["chainable"].to_numpy(bool)
     is_source = g.nodes["is_source"].to_numpy(bool)
-    chained = chained_source_targets(
-        g, is_source, g.edges["chainable_input"].to_numpy(bool), profile.chained_sources
-    )
+    chained = chained_source_targets(g, is_source, g.edges["chainable_input"].to_numpy(bool), profile.chained_sources)
     walk = walk_chains(g, chainable, is_source, chained)
     _check_components(g, walk)
 

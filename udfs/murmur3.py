@@ -29,7 +29,7 @@ def uid_hashes(uids: list[str]) -> np.ndarray:
 def generated_base_hashes(positions: np.ndarray, chainable_outs: np.ndarray) -> np.ndarray:
     """The node-local part of a generated hash, before input hashes are folded in."""
     out = np.empty((len(positions), HASH_BYTES), dtype=np.uint8)
-    for i, (pos, k) in enumerate(zip(positions.tolist(), chainable_outs.tolist())):
+    for i, (pos, k) in enumerate(zip(positions.tolist(), chainable_outs.tolist(), strict=False)):
         data = struct.pack("<i", pos) * (1 + k)
         out[i] = np.frombuffer(mmh3.hash_bytes(data, 0, True), dtype=np.uint8)
     return out

@@ -1,0 +1,231 @@
+package org.flinkjobgraph.harness;
+
+import org.apache.flink.streaming.api.graph.StreamGraph;
+
+import java.io.BufferedWriter;
+import java.io.FileOutputStream;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.zip.GZIPOutputStream;
+
+/**
+ * Command line of the harness.
+ *
+ * <pre>
+ * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]
+ * export   --main-class CLASS [--graph-id ID] [--out FILE] [--expected] [-- ARGS...]
+ * version
+ * </pre>
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            usage();
+            System.exit(2);
+        }
+        String cmd = args[0];
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        switch (cmd) {
+            case "generate":
+                generate(rest);
+                break;
+            case "export":
+                UserJobExport.run(rest);
+                break;
+            case "selfcheck":
+                System.exit(selfcheck());
+                break;
+            case "version":
+                System.out.println(StreamGraphSpecExporter.flinkVersionFull());
+                break;
+            default:
+                usage();
+                System.exit(2);
+        }
+    }
+
+    static void usage() {
+        System.err.println(
+                "usage:\n"
+                        + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]\n"
+                        + "  export --main-class CLASS [--graph-id ID] [--out FILE] [--expected] [-- ARGS...]\n"
+                        + "  version");
+    }
+
+    static Map<String, String> opts(String[] a) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (int i = 0; i < a.length; i++) {
+            if (a[i].equals("--")) {
+                m.put("--", String.join("\u0000", Arrays.copyOfRange(a, i + 1, a.length)));
+                break;
+            }
+            if (!a[i].startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument: " + a[i]);
+            }
+            String k = a[i].substring(2);
+            if (i + 1 < a.length && !a[i + 1].startsWith("--")) {
+                m.put(k, a[++i]);
+            } else {
+                m.put(k, "true");
+            }
+        }
+        return m;
+    }
+
+    static Writer open(String path) throws Exception {
+        OutputStream os = path.equals("-") ? System.out : new FileOutputStream(path);
+        if (path.endsWith(".gz")) {
+            os = new GZIPOutputStream(os, 1 << 16);
+        }
+        return new BufferedWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8), 1 << 16);
+    }
+
+    /** Case seed of program {@code index} of run {@code seed}. */
+    static long caseSeed(long seed, int index) {
+        long z = seed * 0x9E3779B97F4A7C15L + index * 0xBF58476D1CE4E5B9L + 0x94D049BB133111EBL;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+
+    /** Target size: mostly 2-40 nodes, about 10% large ones (up to max). */
+    static int targetSize(Random r, int min, int max) {
+        int t;
+        double x = r.nextDouble();
+        if (x < 0.10 && max > 60) {
+            t = 100 + r.nextInt(Math.max(1, Math.min(max, 560) - 99));
+        } else if (x < 0.25) {
+            t = 2 + r.nextInt(10);
+        } else {
+            t = 5 + r.nextInt(36);
+        }
+        return Math.max(min, Math.min(max, t));
+    }
+
+    static void generate(String[] args) throws Exception {
+        Map<String, String> o = opts(args);
+        long seed = Long.parseLong(o.getOrDefault("seed", "1"));
+        int count = Integer.parseInt(o.getOrDefault("count", "100"));
+        int start = Integer.parseInt(o.getOrDefault("start", "0"));
+        int min = Integer.parseInt(o.getOrDefault("min-size", "2"));
+        int max = Integer.parseInt(o.getOrDefault("max-size", "560"));
+        String out = o.get("out");
+        if (out == null) {
+            throw new IllegalArgumentException("--out is required");
+        }
+        Compat compat = new CompatImpl();
+        String line = StreamGraphSpecExporter.flinkLine();
+        long t0 = System.currentTimeMillis();
+        int errors = 0;
+        int retries = 0;
+        Map<String, Integer> retryReasons = new TreeMap<>();
+        try (Writer w = open(out)) {
+            for (int i = start; i < start + count; i++) {
+                long cs = caseSeed(seed, i);
+                int target = targetSize(new Random(cs), min, max);
+                String graphId = String.format("flink-%s-s%d-%05d", line, seed, i);
+                Map<String, Object> rec = null;
+                for (int attempt = 0; attempt < 50 && rec == null; attempt++) {
+                    long s = attempt == 0 ? cs : caseSeed(cs, attempt);
+                    try {
+                        rec = one(compat, graphId, seed, i, s, target);
+                    } catch (Throwable t) {
+                        retries++;
+                        String k = t.getClass().getSimpleName() + ": " + String.valueOf(t.getMessage());
+                        k = k.length() > 160 ? k.substring(0, 160) : k;
+                        retryReasons.merge(k, 1, Integer::sum);
+                        if (System.getenv("HARNESS_DEBUG") != null) {
+                            t.printStackTrace();
+                        }
+                    }
+                }
+                if (rec == null) {
+                    throw new IllegalStateException("no valid program for " + graphId);
+                }
+                @SuppressWarnings("unchecked")
+                Map<String, Object> exp = (Map<String, Object>) rec.get("expected");
+                if (exp.containsKey("error")) {
+                    errors++;
+                }
+                w.write(Json.write(rec));
+                w.write('\n');
+            }
+        }
+        long ms = System.currentTimeMillis() - t0;
+        System.err.printf(
+                "flink %s: wrote %d programs to %s in %.1fs (%d with a Flink error, %d generator retries)%n",
+                StreamGraphSpecExporter.flinkVersionFull(), count, out, ms / 1000.0, errors, retries);
+        for (Map.Entry<String, Integer> e : retryReasons.entrySet()) {
+            System.err.println("  retry x" + e.getValue() + ": " + e.getKey());
+        }
+    }
+
+    /** Rebuilds the seeds/003 "with uids" program and compares with the known IDs. */
+    static int selfcheck() {
+        Compat compat = new CompatImpl();
+        org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
+                compat.createEnv(false);
+        SeedJob.build(env, compat);
+        StreamGraph sg = env.getStreamGraph();
+        Map<String, Object> exp = JobGraphExpected.compute(sg);
+        String[][] want = {
+            {"1", "64248066b88fd35e9203cd469ffb4a53", "64248066b88fd35e9203cd469ffb4a53"},
+            {"2", "d216482dd1005af6d275607ff9eabe2c", "64248066b88fd35e9203cd469ffb4a53"},
+            {"4", "77fec41789154996bfa76055dea29472", "77fec41789154996bfa76055dea29472"},
+            {"5", "f0bb9ed0d20321fef7413e1942e21550", "77fec41789154996bfa76055dea29472"},
+        };
+        @SuppressWarnings("unchecked")
+        Map<String, Map<String, Object>> ops = (Map<String, Map<String, Object>>) exp.get("operators");
+        int bad = 0;
+        for (String[] w : want) {
+            Map<String, Object> o = ops == null ? null : ops.get(w[0]);
+            boolean ok = o != null && w[1].equals(o.get("operator_id")) && w[2].equals(o.get("jobvertex_id"));
+            System.out.println((ok ? "ok   " : "FAIL ") + "node " + w[0] + " " + (o == null ? exp : o.get("operator_id") + " " + o.get("jobvertex_id")));
+            if (!ok) {
+                bad++;
+            }
+        }
+        System.out.println("flink " + StreamGraphSpecExporter.flinkVersionFull() + ": " + (want.length - bad) + " passed, " + bad + " failed");
+        return bad == 0 ? 0 : 1;
+    }
+
+    static Map<String, Object> one(
+            Compat compat, String graphId, long seed, int index, long caseSeed, int target) {
+        Generator g = new Generator(compat, caseSeed);
+        StreamGraph sg = g.build(target);
+        sg.setJobName(graphId);
+        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
+        Map<String, Object> exp = JobGraphExpected.compute(sg);
+        String problem = JobGraphExpected.check(rec, exp);
+        if (problem != null) {
+            throw new IllegalStateException("sanity check failed: " + problem);
+        }
+        rec.put("expected", exp);
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("seed", seed);
+        meta.put("index", index);
+        meta.put("case_seed", caseSeed);
+        meta.put("target_size", target);
+        meta.put("program", new ArrayList<>(g.program));
+        rec.put("meta", meta);
+        return rec;
+    }
+
+    static List<String> split(String joined) {
+        if (joined == null || joined.isEmpty()) {
+            return new ArrayList<>();
+        }
+        return Arrays.asList(joined.split("\u0000", -1));
+    }
+}

@@ -1,0 +1,38 @@
+"""Step 8: the Delta tables, replaced graph by graph.
+
+A run owns the graph_ids it read: in every table, rows of those graphs are deleted and
+the run's rows appended, so re-running on the same input leaves the same content, a
+graph that now fails leaves job_vertices for graph_errors (and back), and graphs of
+other runs are left alone.
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+
+
+def table_path(output: str, table: str) -> str:
+    return f"{output.rstrip('/')}/{table}"
+
+
+def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> None:
+    path = table_path(output, table)
+    if DeltaTable.isDeltaTable(spark, path):
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(run_ids.alias("r"), "t.graph_id = r.graph_id")
+            .whenMatchedDelete()
+            .execute()
+        )
+        rows.write.format("delta").mode("append").save(path)
+    else:
+        rows.write.format("delta").mode("overwrite").save(path)
+
+
+def is_delta_folder(spark: SparkSession, path: str) -> bool:
+    try:
+        return DeltaTable.isDeltaTable(spark, table_path(path, "stream_nodes"))
+    except Exception:
+        return False

@@ -1,0 +1,154 @@
+"""Step 7: JobVertices, chained names, operator-ID lists and job edges.
+
+Membership of each chain comes from the connected components of step 6; the order Flink
+gives to everything inside and between chains is procedural (``createChain``), and is
+rebuilt per graph in :func:`udfs.graph_steps.build_job_graph` inside a grouped pandas
+UDF, which also checks that its chains are exactly those components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipeline.profiles import load_profile
+from udfs.graph_steps import build_job_graph
+
+HYBRID_REJECTION = (
+    "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, "
+    "please set execution.runtime-mode to BATCH"
+)
+
+JOB_GRAPH_SCHEMA = T.StructType(
+    [
+        T.StructField("kind", T.StringType(), False),  # operator | vertex | job_edge | error
+        T.StructField("graph_id", T.StringType(), False),
+        # operator
+        T.StructField("node_id", T.IntegerType(), True),
+        T.StructField("jobvertex_id", T.StringType(), True),
+        T.StructField("chain_head_node_id", T.IntegerType(), True),
+        T.StructField("chain_index", T.IntegerType(), True),
+        T.StructField("is_chain_head", T.BooleanType(), True),
+        T.StructField("is_chain_end", T.BooleanType(), True),
+        T.StructField("in_vertex_operator_ids", T.BooleanType(), True),
+        # vertex
+        T.StructField("vertex_order", T.IntegerType(), True),
+        T.StructField("head_node_id", T.IntegerType(), True),
+        T.StructField("name", T.StringType(), True),
+        T.StructField("parallelism", T.IntegerType(), True),
+        T.StructField("max_parallelism", T.IntegerType(), True),
+        T.StructField("slot_sharing_group", T.StringType(), True),
+        T.StructField("operator_ids", T.ArrayType(T.StringType()), True),
+        T.StructField("user_operator_ids", T.ArrayType(T.StringType()), True),
+        # job edge
+        T.StructField("source_jobvertex_id", T.StringType(), True),
+        T.StructField("target_jobvertex_id", T.StringType(), True),
+        T.StructField("source_node_id", T.IntegerType(), True),
+        T.StructField("target_node_id", T.IntegerType(), True),
+        T.StructField("ship_strategy", T.StringType(), True),
+        T.StructField("distribution_pattern", T.StringType(), True),
+        T.StructField("input_index", T.IntegerType(), True),
+        T.StructField("edge_idx", T.IntegerType(), True),
+        T.StructField("exchange_mode", T.StringType(), True),
+        # error
+        T.StructField("error_code", T.StringType(), True),
+        T.StructField("message", T.StringType(), True),
+    ]
+)
+_ARRAY_COLS = ["operator_ids", "user_operator_ids"]
+_COLS = JOB_GRAPH_SCHEMA.fieldNames()
+_INT_COLS = [f.name for f in JOB_GRAPH_SCHEMA.fields if isinstance(f.dataType, T.IntegerType)]
+
+
+@dataclass
+class JobGraphParts:
+    operators: DataFrame
+    vertices: DataFrame
+    job_edges: DataFrame
+    errors: DataFrame
+
+
+def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    out = pd.concat(parts, ignore_index=True).reindex(columns=_COLS)
+    for c in _INT_COLS:
+        out[c] = out[c].astype("Int64")
+    for c in _ARRAY_COLS:  # reindex fills absent arrays with NaN, which Arrow rejects
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
+    return out
+
+
+def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+    graph = {
+        "graph_id": nodes["graph_id"].iat[0],
+        "flink_version": nodes["flink_version"].iat[0],
+        "job_type": nodes["job_type"].iat[0],
+    }
+    operators, vertices, job_edges = build_job_graph(nodes, edges, graph)
+    profile = load_profile(graph["flink_version"])
+    hybrid = job_edges["exchange_mode"].isin(["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
+    if profile.hybrid_requires_batch and graph["job_type"] != "BATCH" and hybrid:
+        error = {
+            "kind": "error",
+            "graph_id": graph["graph_id"],
+            "error_code": "FLINK_REJECTED",
+            "message": HYBRID_REJECTION,
+        }
+        return _frame([pd.DataFrame([error])])
+    operators.insert(0, "kind", "operator")
+    vertices.insert(0, "kind", "vertex")
+    job_edges.insert(0, "kind", "job_edge")
+    return _frame([operators, vertices, job_edges])
+
+
+def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame) -> JobGraphParts:
+    """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
+    g = graphs.select("graph_id", "flink_version", "job_type")
+    result = (
+        nodes.join(g, "graph_id")
+        .groupBy("graph_id")
+        .cogroup(edges.groupBy("graph_id"))
+        .applyInPandas(_one_graph, JOB_GRAPH_SCHEMA)
+        .localCheckpoint(eager=True)
+    )
+    kind = F.col("kind")
+    return JobGraphParts(
+        operators=result.where(kind == "operator").select(
+            "graph_id",
+            "node_id",
+            "jobvertex_id",
+            "chain_head_node_id",
+            "chain_index",
+            "is_chain_head",
+            "is_chain_end",
+            "in_vertex_operator_ids",
+        ),
+        vertices=result.where(kind == "vertex").select(
+            "graph_id",
+            "jobvertex_id",
+            "head_node_id",
+            "name",
+            "parallelism",
+            "max_parallelism",
+            "slot_sharing_group",
+            "operator_ids",
+            "user_operator_ids",
+            "vertex_order",
+        ),
+        job_edges=result.where(kind == "job_edge").select(
+            "graph_id",
+            "source_jobvertex_id",
+            "target_jobvertex_id",
+            "source_node_id",
+            "target_node_id",
+            "ship_strategy",
+            "distribution_pattern",
+            "input_index",
+            "edge_idx",
+            "exchange_mode",
+        ),
+        errors=result.where(kind == "error").select("graph_id", "error_code", "message"),
+    )

@@ -1,0 +1,189 @@
+"""The whole job: read spec -> vertex/edge tables -> chainability -> hashing -> chains
+-> vertices/edges -> Delta. Each step materialises its output (localCheckpoint), so the
+per-stage times printed as progress, and kept in :class:`RunSummary`, are real.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline import chainability, chains, delta_sink, hashing, job_graph, read_spec, stream_tables, validate
+from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
+
+T = TypeVar("T")
+
+OPERATOR_COLUMNS = [
+    "graph_id",
+    "node_id",
+    "name",
+    "uid",
+    "operator_id",
+    "user_operator_id",
+    "hash_source",
+    "jobvertex_id",
+    "chain_head_node_id",
+    "chain_index",
+    "is_chain_head",
+    "is_chain_end",
+    "in_vertex_operator_ids",
+    "hash_position",
+    "flink_version",
+]
+
+
+@dataclass
+class RunSummary:
+    graphs_in: int = 0
+    graphs_processed: int = 0
+    graphs_rejected: int = 0
+    stream_nodes: int = 0
+    job_vertices: int = 0
+    job_edges: int = 0
+    bfs_levels_max: int = 0
+    hash_layers_max: int = 0
+    chain_rounds: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    errors_by_code: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Progress:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.start = time.perf_counter()
+
+    def say(self, msg: str) -> None:
+        if self.enabled:
+            print(f"[{time.perf_counter() - self.start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _timed(summary: RunSummary, progress: Progress, stage: str, fn: Callable[[], T]) -> T:
+    t0 = time.perf_counter()
+    out = fn()
+    summary.stage_seconds[stage] = round(time.perf_counter() - t0, 3)
+    progress.say(f"{stage}: {summary.stage_seconds[stage]:.1f}s")
+    return out
+
+
+def load_stream_tables(spark: SparkSession, input_path: str) -> StreamTables:
+    """From spec files, or from a folder that ``ingest`` wrote."""
+    if delta_sink.is_delta_folder(spark, input_path):
+        read = lambda t: spark.read.format("delta").load(delta_sink.table_path(input_path, t))  # noqa: E731
+        errors_path = delta_sink.table_path(input_path, "graph_errors")
+        errors = read("graph_errors") if delta_sink.DeltaTable.isDeltaTable(spark, errors_path) else None
+        if errors is None:
+            errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
+        return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
+    records = read_spec.read_records(spark, input_path)
+    return validate.reject_duplicate_graph_ids(stream_tables.split_records(records))
+
+
+def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress | None = None) -> RunSummary:
+    progress = progress or Progress()
+    summary = RunSummary()
+    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
+    run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
+    for name, df in (
+        ("stream_graphs", tables.graphs),
+        ("stream_nodes", tables.nodes),
+        ("stream_edges", tables.edges),
+        ("graph_errors", tables.errors),
+    ):
+        _timed(summary, progress, f"write {name}", lambda: delta_sink.replace_graphs(spark, output, name, df, run_ids))
+    summary.graphs_processed = tables.graphs.count()
+    summary.graphs_rejected = tables.errors.count()
+    summary.graphs_in = summary.graphs_processed + summary.graphs_rejected
+    summary.stream_nodes = tables.nodes.count()
+    return summary
+
+
+def compute(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    settings: dict[str, Any],
+    progress: Progress | None = None,
+) -> RunSummary:
+    progress = progress or Progress()
+    summary = RunSummary()
+    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
+    summary.graphs_in = tables.graphs.count() + tables.errors.count()
+    summary.stream_nodes = tables.nodes.count()
+    progress.say(f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes")
+
+    flagged = _timed(
+        summary,
+        progress,
+        "chainability",
+        lambda: chainability.flag_edges(tables.graphs, tables.nodes, tables.edges).localCheckpoint(eager=True),
+    )
+    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(tables.nodes, flagged))
+    levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
+    summary.bfs_levels_max = int(levels[0] or 0)
+    summary.hash_layers_max = int(levels[1] or 0)
+
+    ok = tables.graphs.join(hashed.errors.select("graph_id"), "graph_id", "left_anti")
+    nodes = tables.nodes.join(ok.select("graph_id"), "graph_id", "left_semi").join(
+        hashed.nodes, ["graph_id", "node_id"]
+    )
+    edges = tables.edges.join(ok.select("graph_id"), "graph_id", "left_semi").join(
+        hashed.edges, ["graph_id", "edge_idx"]
+    )
+
+    def run_chains() -> DataFrame:
+        comps, rounds = chains.chain_components(nodes, edges, settings["chains"]["engine"])
+        summary.chain_rounds = rounds
+        return nodes.join(comps, ["graph_id", "node_id"]).localCheckpoint(eager=True)
+
+    nodes = _timed(summary, progress, "chains", run_chains)
+    parts = _timed(summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges))
+
+    errors = (
+        tables.errors.unionByName(
+            hashed.errors.join(tables.graphs.select("graph_id", "source_file"), "graph_id", "left")
+        )
+        .unionByName(parts.errors.join(tables.graphs.select("graph_id", "source_file"), "graph_id", "left"))
+        .select(*ERROR_COLUMNS)
+        .localCheckpoint(eager=True)
+    )
+    rejected = errors.select("graph_id")
+    operators = (
+        nodes.join(parts.operators, ["graph_id", "node_id"])
+        .join(ok.select("graph_id", "flink_version"), "graph_id")
+        .join(rejected, "graph_id", "left_anti")
+        .withColumnRenamed("uid_hash", "user_operator_id")
+        .select(*OPERATOR_COLUMNS)
+    )
+    vertices = parts.vertices.join(rejected, "graph_id", "left_anti")
+    job_edges = parts.job_edges.join(rejected, "graph_id", "left_anti")
+
+    run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
+    run_ids = run_ids.localCheckpoint(eager=True)
+
+    def write_all() -> None:
+        for name, df in (
+            ("operators", operators),
+            ("job_vertices", vertices),
+            ("job_edges", job_edges),
+            ("graph_errors", errors),
+        ):
+            delta_sink.replace_graphs(spark, output, name, df, run_ids)
+
+    _timed(summary, progress, "delta write", write_all)
+    summary.graphs_rejected = errors.count()
+    summary.graphs_processed = summary.graphs_in - summary.graphs_rejected
+    summary.job_vertices = vertices.count()
+    summary.job_edges = job_edges.count()
+    summary.errors_by_code = {
+        r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()
+    }
+    return summary

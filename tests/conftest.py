@@ -1,0 +1,49 @@
+"""One SparkSession for the whole test run: local[2], few shuffle partitions, real Delta."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.session import get_spark
+from pipeline.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+VECTORS = SHARED / "vectors"
+GOLDEN = ROOT / "tests" / "golden"
+
+
+@pytest.fixture(scope="session")
+def settings():
+    return load_settings({"spark.master": "local[2]", "spark.shuffle_partitions": 4})
+
+
+@pytest.fixture(scope="session")
+def spark(settings):
+    session = get_spark(settings, app_name="flink-jobgraph-tests")
+    yield session
+    session.stop()
+
+
+def vector_files() -> list[Path]:
+    files = [VECTORS / "seed_vectors.jsonl", *sorted(VECTORS.glob("flink-*-dev-*.jsonl.gz"))]
+    files += sorted(GOLDEN.glob("flink-*.jsonl.gz"))
+    return [f for f in files if f.exists()]
+
+
+@pytest.fixture(scope="session")
+def conformance_run(spark, settings, tmp_path_factory):
+    """All known-answer files computed in ONE pipeline run (the expensive part of CI)."""
+    from pipeline.run import Progress, compute
+
+    root = tmp_path_factory.mktemp("conformance")
+    inp = root / "input"
+    inp.mkdir()
+    for f in vector_files():
+        shutil.copy(f, inp / f"{f.parent.name}-{f.name}")
+    out = str(root / "out")
+    summary = compute(spark, str(inp), out, settings, Progress(enabled=True))
+    return out, summary
