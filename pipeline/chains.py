@@ -21,40 +21,35 @@ class ChainEngineError(RuntimeError):
 
 
 def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFrame, int]:
-    parent = (
-        nodes.select("graph_id", "node_id")
-        .join(
-            chain_edges.select("graph_id", F.col("target").alias("node_id"), F.col("source").alias("parent")),
-            ["graph_id", "node_id"],
-            "left",
-        )
-        .withColumn("parent", F.coalesce("parent", "node_id"))
-        .localCheckpoint(eager=True)
-    )
-    done = parent.where(F.col("parent") == F.col("node_id")).select(
-        "graph_id", "node_id", F.col("parent").alias("root")
-    )
-    frontier = parent.where(F.col("parent") != F.col("node_id")).localCheckpoint(eager=True)
-    roots = [done]
+    # Frontier: nodes whose root is not known yet, with their current pointer.
+    frontier = chain_edges.select("graph_id", F.col("target").alias("node_id"), F.col("source").alias("ptr"))
+    frontier = frontier.localCheckpoint(eager=True)
+    resolved: list[DataFrame] = []
     rounds = 0
     while frontier.take(1):
         rounds += 1
-        lookup = parent.select("graph_id", F.col("node_id").alias("parent"), F.col("parent").alias("grand"))
-        step = frontier.join(lookup, ["graph_id", "parent"]).select(
-            "graph_id", "node_id", F.col("grand").alias("parent")
+        lookup = frontier.select(
+            "graph_id", F.col("node_id").alias("ptr"), F.col("ptr").alias("next"), F.lit(False).alias("done")
         )
-        step = step.localCheckpoint(eager=True)
-        # A node whose pointer stops moving has reached its root.
-        settled = step.join(lookup.where(F.col("grand") == F.col("parent")), ["graph_id", "parent"], "left_semi")
-        roots.append(settled.select("graph_id", "node_id", F.col("parent").alias("root")))
-        frontier = step.join(settled, ["graph_id", "node_id"], "left_anti").localCheckpoint(eager=True)
-        parent = (
-            parent.join(step.withColumnRenamed("parent", "p2"), ["graph_id", "node_id"], "left")
-            .select("graph_id", "node_id", F.coalesce("p2", "parent").alias("parent"))
-            .localCheckpoint(eager=True)
+        for r in resolved:
+            lookup = lookup.unionByName(
+                r.select(
+                    "graph_id", F.col("node_id").alias("ptr"), F.col("root").alias("next"), F.lit(True).alias("done")
+                )
+            )
+        # No lookup row: the pointer is a root (it never had a chainable parent).
+        step = frontier.join(lookup, ["graph_id", "ptr"], "left").localCheckpoint(eager=True)
+        settled = step.where(F.col("next").isNull() | F.col("done")).select(
+            "graph_id", "node_id", F.coalesce(F.when(F.col("done"), F.col("next")), F.col("ptr")).alias("root")
         )
-    out = roots[0]
-    for r in roots[1:]:
+        resolved.append(settled)
+        frontier = step.where(F.col("next").isNotNull() & ~F.col("done")).select(
+            "graph_id", "node_id", F.col("next").alias("ptr")
+        )
+    non_roots = chain_edges.select("graph_id", F.col("target").alias("node_id"))
+    out = nodes.select("graph_id", "node_id").join(non_roots, ["graph_id", "node_id"], "left_anti")
+    out = out.withColumn("root", F.col("node_id"))
+    for r in resolved:
         out = out.unionByName(r)
     return out, rounds
 

@@ -48,6 +48,11 @@ class Profile:
     chained_sources: bool
     # A non-chained HYBRID_* exchange in a STREAMING job makes Flink throw.
     hybrid_requires_batch: bool
+    # Chain entry points: "sorted" by start node id, or "source_hashset" (1.9).
+    entry_order: str = "sorted"
+    head_chain_index: int = 1
+    # "own_inputs" (fixed by FLINK-32680) or "all_in_job" (the 1.12-1.17.1 naming bug).
+    chained_source_names: str = "own_inputs"
     notes: tuple[str, ...] = field(default=())
 
 
@@ -75,6 +80,9 @@ def load_profile(version: str) -> Profile:
         hasher_chainable=raw["hasher_chainable"],
         chained_sources=bool(raw["chained_sources"]),
         hybrid_requires_batch=bool(raw["hybrid_requires_batch"]),
+        entry_order=raw.get("entry_order", "sorted"),
+        head_chain_index=int(raw.get("head_chain_index", 1)),
+        chained_source_names=raw.get("chained_source_names", "own_inputs"),
         notes=tuple(raw.get("notes", ())),
     )
 

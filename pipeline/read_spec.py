@@ -140,10 +140,8 @@ def read_records(spark: SparkSession, path: str) -> DataFrame:
     frames = []
     for glob, whole in (("*.{jsonl,jsonl.gz}", False), ("*.{json,json.gz}", True)):
         reader = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", glob)
-        if whole:
-            reader = reader.option("wholetext", "true")
         try:
-            df = reader.text(path)
+            df = reader.text(path, wholetext=whole)
         except Exception as e:  # Spark raises when a glob matches no file
             if "Path does not exist" in str(e) or "Unable to infer schema" in str(e):
                 continue
@@ -154,4 +152,4 @@ def read_records(spark: SparkSession, path: str) -> DataFrame:
     texts = frames[0]
     for f in frames[1:]:
         texts = texts.unionByName(f)
-    return texts.mapInPandas(_parse_partition, RECORD_SCHEMA)
+    return texts.mapInPandas(_parse_partition, RECORD_SCHEMA).localCheckpoint(eager=True)

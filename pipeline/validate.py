@@ -30,6 +30,8 @@ def reject_duplicate_graph_ids(tables: StreamTables) -> StreamTables:
         ).alias("message"),
         F.element_at(F.col("files"), 1).alias("source_file"),
     )
+    if not dupes.take(1):  # the common case: nothing to take out, no extra joins
+        return tables
     keep = dupes.select("graph_id")
     return StreamTables(
         graphs=tables.graphs.join(keep, "graph_id", "left_anti"),

@@ -11,48 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.spec_contract import ContractError, parse_graph  # noqa: E402
-from udfs.chaining_rules import evaluate_edge_rules  # noqa: E402
-from udfs.graph_steps import build_job_graph, edge_rule_rows, hash_graph  # noqa: E402
+from pipeline.spec_contract import ContractError  # noqa: E402
 from udfs.hash_layers import HashingError  # noqa: E402
+from udfs.single_graph import compute_one  # noqa: E402
 
-
-def run_one(obj):
-    pg = parse_graph(obj)
-    nodes = pd.DataFrame(pg.nodes)
-    edges = pd.DataFrame(
-        pg.edges,
-        columns=[
-            "graph_id",
-            "edge_idx",
-            "source",
-            "target",
-            "partitioner",
-            "exchange_mode",
-            "type_number",
-            "output_tag",
-        ],
-    )
-    graphs = pd.DataFrame([pg.graph])
-    rows = edge_rule_rows(nodes, edges, graphs)
-    flags = evaluate_edge_rules(rows)
-    edges = pd.concat([rows[edges.columns], flags], axis=1)
-    node_out, edge_out, stats = hash_graph(nodes, edges)
-    nodes2 = nodes.merge(node_out[["node_id", "operator_id"]], on="node_id")
-    edges2 = edges.drop(columns=["chainable_input"]).merge(
-        edge_out[["edge_idx", "chainable", "chainable_input"]], on="edge_idx"
-    )
-    ops, verts, jedges = build_job_graph(nodes2, edges2, pg.graph)
-    if pg.graph["job_type"] == "STREAMING" and jedges["exchange_mode"].astype(str).str.startswith("HYBRID").any():
-        raise HashingError(
-            "FLINK_REJECTED",
-            "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, please set execution.runtime-mode to BATCH",
-        )
-    return nodes2, ops, verts, jedges
+run_one = compute_one
 
 
 def compare(obj):

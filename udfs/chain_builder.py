@@ -59,12 +59,38 @@ def chained_source_targets(
     return out
 
 
+def java_hash_order(keys_in_insertion_order: list[int]) -> list[int]:
+    """Iteration order of a ``java.util.HashSet<Integer>``/``HashMap`` filled in this order.
+
+    Flink 1.9 starts chains in ``getSourceIDs()`` order, and 1.12-1.17.1 name chained
+    sources in the order of a job-global HashMap; both are Java hash orders: buckets
+    ascending (``(k ^ (k >>> 16)) & (capacity - 1)``, capacity 16 doubling past a 0.75 load),
+    insertion order inside a bucket.
+    """
+    capacity = 16
+    while len(keys_in_insertion_order) > 0.75 * capacity:
+        capacity *= 2
+
+    def bucket(k: int) -> int:
+        h = k & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys_in_insertion_order))]
+
+
 def walk_chains(
     g: GraphArrays,
     chainable: np.ndarray,
     is_source: np.ndarray,
     chained_sources: dict[int, int],
+    entry_order: str = "sorted",
+    head_chain_index: int = 1,
+    chained_source_names: str = "own_inputs",
 ) -> ChainWalk:
+    """``entry_order``: "sorted" (1.12.2+) or "source_hashset" (1.9: raw getSourceIDs order);
+    ``head_chain_index``: 1 (1.12+) or 0 (1.9); ``chained_source_names``: "own_inputs"
+    (FLINK-32680 fixed) or "all_in_job" (the 1.12-1.17.1 bug: every chain head lists every
+    chained source of the job)."""
     n = g.n
     names = g.nodes["name"].to_numpy(object)
     walk = ChainWalk(
@@ -80,11 +106,19 @@ def walk_chains(
     built: set[int] = set()
     transitive: dict[int, list[int]] = {}
 
+    ids = g.node_ids
+    by_id = {int(ids[i]): i for i in range(n)}
+    source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
+    all_chained = [by_id[k] for k in java_hash_order([int(ids[s]) for s in source_set_order if s in chained_sources])]
+
     def operator_name(v: int, is_entry: bool) -> str:
         if not is_entry:
             return names[v]
-        inputs = [int(g.src[e]) for e in g.in_edges[v]]
-        chained = [names[s] for s in inputs if chained_sources.get(s) == v]
+        if chained_source_names == "all_in_job":
+            chained = [names[s] for s in all_chained]
+        else:
+            inputs = [int(g.src[e]) for e in g.in_edges[v]]
+            chained = [names[s] for s in inputs if chained_sources.get(s) == v]
         return f"{names[v]} [{', '.join(chained)}]" if chained else names[v]
 
     def create_chain(v: int, index: int, start: int) -> list[int]:
@@ -100,7 +134,7 @@ def walk_chains(
             trans.append(e)
             t = int(g.dst[e])
             entry_points.add(t)
-            create_chain(t, 1, t)
+            create_chain(t, head_chain_index, t)
         own = operator_name(v, v in entry_points)
         if len(chain_outs) > 1:
             chained_names[v] = f"{own} -> ({', '.join(chained_names[int(g.dst[e])] for e in chain_outs)})"
@@ -123,8 +157,12 @@ def walk_chains(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * n + 1000))
     try:
-        for start in sorted(entry_points):
-            create_chain(start, 1, start)
+        if entry_order == "sorted":
+            starts = sorted(entry_points)
+        else:
+            starts = [s for s in source_set_order if s in entry_points]
+        for start in starts:
+            create_chain(start, head_chain_index, start)
     finally:
         sys.setrecursionlimit(limit)
 

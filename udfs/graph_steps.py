@@ -103,7 +103,15 @@ def build_job_graph(
     chainable = g.edges["chainable"].to_numpy(bool)
     is_source = g.nodes["is_source"].to_numpy(bool)
     chained = chained_source_targets(g, is_source, g.edges["chainable_input"].to_numpy(bool), profile.chained_sources)
-    walk = walk_chains(g, chainable, is_source, chained)
+    walk = walk_chains(
+        g,
+        chainable,
+        is_source,
+        chained,
+        entry_order=profile.entry_order,
+        head_chain_index=profile.head_chain_index,
+        chained_source_names=profile.chained_source_names,
+    )
     _check_components(g, walk)
 
     op_ids = g.nodes["operator_id"].to_numpy(object)

@@ -1,0 +1,36 @@
+# flink-jobgraph: `make demo` installs everything and runs the job on samples/;
+# `make test` runs the test suite. Both install first when needed.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JARS_STAMP := .cache/jars/.installed
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP) $(JARS_STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+# Delta Lake jars, pinned in conf/jvm/pom.xml, from Maven Central into .cache/jars.
+$(JARS_STAMP): conf/jvm/pom.xml
+	mvn -q -f conf/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/jars -DexcludeTransitive=true
+	touch $@
+
+demo: install
+	rm -rf out/demo
+	$(BIN)/flink-jobgraph compute --input samples --output out/demo
+	$(BIN)/python -m pipeline.queries out/demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check pipeline udfs tests jobs scripts bench
+
+clean:
+	rm -rf out spark-warehouse .pytest_cache

@@ -1,0 +1,44 @@
+"""Run ``jobs/example_queries.sql`` against an output folder and print each result.
+
+python -m pipeline.queries OUT
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pipeline.settings import ROOT, load_settings
+
+QUERY_FILE = ROOT / "jobs" / "example_queries.sql"
+
+
+def example_queries(out: str) -> list[tuple[str, str]]:
+    """(title, sql) pairs, with the output folder filled in."""
+    text = QUERY_FILE.read_text()
+    pairs = []
+    for chunk in text.split(";"):
+        lines = [ln for ln in chunk.strip().splitlines()]
+        titles = [ln[2:].strip() for ln in lines if ln.startswith("-- ") and ln[3:4].isdigit()]
+        sql = "\n".join(ln for ln in lines if not ln.startswith("--")).strip()
+        if sql:
+            pairs.append((titles[0] if titles else sql.splitlines()[0], sql.replace("{out}", str(Path(out).resolve()))))
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m pipeline.queries OUT", file=sys.stderr)
+        return 2
+    from pipeline.session import get_spark
+
+    spark = get_spark(load_settings())
+    for title, sql in example_queries(args[0]):
+        print(f"\n{title}")
+        spark.sql(sql).show(truncate=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
