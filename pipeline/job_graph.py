@@ -15,13 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.profiles import load_profile
-from udfs.graph_steps import build_job_graph
-
-HYBRID_REJECTION = (
-    "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, "
-    "please set execution.runtime-mode to BATCH"
-)
+from udfs.graph_steps import build_job_graph, flink_rejection
 
 JOB_GRAPH_SCHEMA = T.StructType(
     [
@@ -86,17 +80,12 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
         "graph_id": nodes["graph_id"].iat[0],
         "flink_version": nodes["flink_version"].iat[0],
         "job_type": nodes["job_type"].iat[0],
+        "source_id_order": nodes["source_id_order"].iat[0],
     }
     operators, vertices, job_edges = build_job_graph(nodes, edges, graph)
-    profile = load_profile(graph["flink_version"])
-    hybrid = job_edges["exchange_mode"].isin(["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
-    if profile.hybrid_requires_batch and graph["job_type"] != "BATCH" and hybrid:
-        error = {
-            "kind": "error",
-            "graph_id": graph["graph_id"],
-            "error_code": "FLINK_REJECTED",
-            "message": HYBRID_REJECTION,
-        }
+    rejection = flink_rejection(graph, vertices, job_edges)
+    if rejection is not None:
+        error = {"kind": "error", "graph_id": graph["graph_id"], "error_code": "FLINK_REJECTED", "message": rejection}
         return _frame([pd.DataFrame([error])])
     operators.insert(0, "kind", "operator")
     vertices.insert(0, "kind", "vertex")
@@ -106,7 +95,7 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
 
 def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame) -> JobGraphParts:
     """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
-    g = graphs.select("graph_id", "flink_version", "job_type")
+    g = graphs.select("graph_id", "flink_version", "job_type", "source_id_order")
     result = (
         nodes.join(g, "graph_id")
         .groupBy("graph_id")

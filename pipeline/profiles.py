@@ -46,8 +46,9 @@ class Profile:
     hasher_chainable: str
     # FLIP-27 sources chain into HEAD_WITH_SOURCES operators as chain index 0.
     chained_sources: bool
-    # A non-chained HYBRID_* exchange in a STREAMING job makes Flink throw.
-    hybrid_requires_batch: bool
+    # What createJobGraph checks about non-chained HYBRID_* exchanges, in order:
+    # "batch_only" (1.17+), "default_slot_sharing_group" (1.16+).
+    hybrid_checks: tuple[str, ...]
     # Chain entry points: "sorted" by start node id, or "source_hashset" (1.9).
     entry_order: str = "sorted"
     head_chain_index: int = 1
@@ -79,7 +80,7 @@ def load_profile(version: str) -> Profile:
         chain=rules,
         hasher_chainable=raw["hasher_chainable"],
         chained_sources=bool(raw["chained_sources"]),
-        hybrid_requires_batch=bool(raw["hybrid_requires_batch"]),
+        hybrid_checks=tuple(raw["hybrid_checks"]),
         entry_order=raw.get("entry_order", "sorted"),
         head_chain_index=int(raw.get("head_chain_index", 1)),
         chained_source_names=raw.get("chained_source_names", "own_inputs"),

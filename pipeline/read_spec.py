@@ -33,6 +33,7 @@ RECORD_SCHEMA = T.StructType(
         T.StructField("chain_operators_with_different_max_parallelism", T.BooleanType(), True),
         T.StructField("job_type", T.StringType(), True),
         T.StructField("dynamic", T.BooleanType(), True),
+        T.StructField("source_id_order", T.ArrayType(T.IntegerType()), True),
         # node
         T.StructField("node_id", T.IntegerType(), True),
         T.StructField("name", T.StringType(), True),
@@ -121,6 +122,7 @@ def _parse_partition(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             for text in _texts_of(value, bool(whole)):
                 rows.extend(records_for_text(text, source_file))
         frame = pd.DataFrame(rows, columns=_COLUMNS)
+        frame["source_id_order"] = frame["source_id_order"].astype(object).where(frame["source_id_order"].notna(), None)
         for c in ("node_id", "parallelism", "max_parallelism", "edge_idx", "source", "target", "type_number"):
             frame[c] = frame[c].astype("Int64")
         yield frame

@@ -211,7 +211,19 @@ def parse_graph(obj: Any) -> ParsedGraph:
     if orphans:
         raise ContractError("UNREACHABLE_NODE", f"nodes {orphans[:10]} have no in-edges but are not sources")
     _check_acyclic(ids, edges)
+    graph["source_id_order"] = _source_order(obj.get("source_id_order"), [nd["node_id"] for nd in nodes if nd["is_source"]])
     return ParsedGraph(graph, nodes, edges)
+
+
+def _source_order(value: Any, source_ids: list[int]) -> list[int] | None:
+    """Optional ``source_id_order``: the iteration order of Flink's ``getSourceIDs()``."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or sorted(_int(v, "source_id_order entry") for v in value) != sorted(source_ids):
+        raise ContractError(
+            "BAD_FIELD", f"source_id_order must list exactly the source node ids {sorted(source_ids)}, got {value!r}"
+        )
+    return list(value)
 
 
 def _check_acyclic(ids: list[int], edges: list[dict[str, Any]]) -> None:

@@ -20,6 +20,7 @@ GRAPH_COLUMNS = [
     "chain_operators_with_different_max_parallelism",
     "job_type",
     "dynamic",
+    "source_id_order",
     "source_file",
 ]
 NODE_COLUMNS = [

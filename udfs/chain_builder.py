@@ -86,6 +86,7 @@ def walk_chains(
     entry_order: str = "sorted",
     head_chain_index: int = 1,
     chained_source_names: str = "own_inputs",
+    source_id_order: list[int] | None = None,
 ) -> ChainWalk:
     """``entry_order``: "sorted" (1.12.2+) or "source_hashset" (1.9: raw getSourceIDs order);
     ``head_chain_index``: 1 (1.12+) or 0 (1.9); ``chained_source_names``: "own_inputs"
@@ -108,7 +109,10 @@ def walk_chains(
 
     ids = g.node_ids
     by_id = {int(ids[i]): i for i in range(n)}
-    source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
+    if source_id_order is not None:  # observed by the exporter: exact
+        source_set_order = [by_id[int(k)] for k in source_id_order]
+    else:  # assume sources were added in ascending id order
+        source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
     all_chained = [by_id[k] for k in java_hash_order([int(ids[s]) for s in source_set_order if s in chained_sources])]
 
     def operator_name(v: int, is_entry: bool) -> str:

@@ -111,6 +111,7 @@ def build_job_graph(
         entry_order=profile.entry_order,
         head_chain_index=profile.head_chain_index,
         chained_source_names=profile.chained_source_names,
+        source_id_order=_as_list(graph.get("source_id_order")),
     )
     _check_components(g, walk)
 
@@ -173,3 +174,39 @@ def _check_components(g: GraphArrays, walk) -> None:
     bad = np.flatnonzero(members & (head_comp != comp))
     if len(bad):
         raise AssertionError(f"chain walk and connected components disagree on nodes {g.node_ids[bad][:5].tolist()}")
+
+
+def _as_list(value) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return [int(v) for v in value]
+
+
+def flink_rejection(graph: dict, vertices: pd.DataFrame, job_edges: pd.DataFrame) -> str | None:
+    """What ``createJobGraph`` throws for this graph after building it, if anything.
+
+    Both checks look at the *job* edges only (a chained HYBRID edge is no result
+    partition): 1.17+ rejects hybrid partitions outside BATCH jobs; 1.16+ rejects them
+    when any vertex has a non-default slot sharing group (checked second).
+    """
+    profile = load_profile(graph["flink_version"])
+    hybrid = job_edges["exchange_mode"].isin(["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
+    if not hybrid:
+        return None
+    for check in profile.hybrid_checks:
+        if check == "batch_only" and graph["job_type"] != "BATCH":
+            return (
+                "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, "
+                "please set execution.runtime-mode to BATCH"
+            )
+        if check == "default_slot_sharing_group" and (vertices["slot_sharing_group"] != "default").any():
+            return (
+                "java.lang.IllegalStateException: hybrid shuffle mode currently does not support "
+                "setting non-default slot sharing group."
+            )
+    return None

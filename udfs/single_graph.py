@@ -11,10 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.profiles import load_profile
 from pipeline.spec_contract import parse_graph
 from udfs.chaining_rules import evaluate_edge_rules
-from udfs.graph_steps import build_job_graph, edge_rule_rows, hash_graph
+from udfs.graph_steps import build_job_graph, edge_rule_rows, flink_rejection, hash_graph
 from udfs.hash_layers import HashingError
 
 EDGE_FRAME_COLUMNS = [
@@ -42,10 +41,7 @@ def compute_one(obj: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
         edge_out[["edge_idx", "chainable", "chainable_input"]], on="edge_idx"
     )
     operators, vertices, job_edges = build_job_graph(nodes, edges, pg.graph)
-    profile = load_profile(pg.graph["flink_version"])
-    hybrid = job_edges["exchange_mode"].isin(["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
-    if profile.hybrid_requires_batch and pg.graph["job_type"] != "BATCH" and hybrid:
-        from pipeline.job_graph import HYBRID_REJECTION
-
-        raise HashingError("FLINK_REJECTED", HYBRID_REJECTION)
+    rejection = flink_rejection(pg.graph, vertices, job_edges)
+    if rejection is not None:
+        raise HashingError("FLINK_REJECTED", rejection)
     return nodes, operators, vertices, job_edges

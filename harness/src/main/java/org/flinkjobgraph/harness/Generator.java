@@ -127,8 +127,38 @@ public final class Generator {
 
     // ------------------------------------------------------------------ build
 
+    /**
+     * Resets Flink's static id counters (Transformation ids, 1.x iteration ids) so that node ids
+     * start at 1 for every program and a case does not depend on the programs built before it
+     * in the same JVM.
+     */
+    public static void resetFlinkCounters() {
+        setStatic("org.apache.flink.api.dag.Transformation", "ID_COUNTER");
+        setStatic("org.apache.flink.api.dag.Transformation", "idCounter");
+        setStatic("org.apache.flink.streaming.api.transformations.StreamTransformation", "idCounter");
+        setStatic("org.apache.flink.streaming.api.graph.StreamGraphGenerator", "iterationIdCounter");
+    }
+
+    private static void setStatic(String cls, String field) {
+        try {
+            java.lang.reflect.Field f = Class.forName(cls).getDeclaredField(field);
+            f.setAccessible(true);
+            Object v = f.get(null);
+            if (v instanceof java.util.concurrent.atomic.AtomicInteger) {
+                ((java.util.concurrent.atomic.AtomicInteger) v).set(0);
+            } else {
+                f.set(null, 0);
+            }
+        } catch (ClassNotFoundException | NoSuchFieldException e) {
+            // not in this version
+        } catch (ReflectiveOperationException e) {
+            throw new RuntimeException("cannot reset " + cls + "." + field, e);
+        }
+    }
+
     /** Builds the program and returns its StreamGraph (throws if Flink rejects the program). */
     public StreamGraph build(int targetSize) {
+        resetFlinkCounters();
         boolean noDiffMax = c.hasChainMaxParallelismOption() && p(0.09);
         allowHybrid = p(0.06);
         env = c.createEnv(noDiffMax);
@@ -242,7 +272,8 @@ public final class Generator {
     private H newSource() {
         double x = r.nextDouble();
         if (!c.hasFlip27()) {
-            x = x * 0.5;
+            // legacy only: addSource 60%, fromElements 20%, (legacy) sequence 20%
+            x = x < 0.6 ? x * 0.35 / 0.6 : x < 0.8 ? 0.4 : 0.9;
         }
         if (x < 0.35) {
             return legacySourceHandle();
@@ -263,7 +294,8 @@ public final class Generator {
             log("#" + id(s) + "=fromSequence");
             nodes++;
             H h = new H(s, envPar);
-            h.flip27Source = true;
+            h.flip27Source = c.hasFlip27();
+            h.legacySource = !c.hasFlip27();
             h.isSource = true;
             h.op = s;
             sourceMods(s, h, true);

@@ -43,6 +43,9 @@ public final class Main {
             case "export":
                 UserJobExport.run(rest);
                 break;
+            case "time":
+                TimeJobGraphs.run(rest);
+                break;
             case "selfcheck":
                 System.exit(selfcheck());
                 break;
@@ -59,6 +62,7 @@ public final class Main {
         System.err.println(
                 "usage:\n"
                         + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]\n"
+                        + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]\n"
                         + "  export --main-class CLASS [--graph-id ID] [--out FILE] [--expected] [-- ARGS...]\n"
                         + "  version");
     }
@@ -174,6 +178,7 @@ public final class Main {
     /** Rebuilds the seeds/003 "with uids" program and compares with the known IDs. */
     static int selfcheck() {
         Compat compat = new CompatImpl();
+        Generator.resetFlinkCounters();
         org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
                 compat.createEnv(false);
         SeedJob.build(env, compat);

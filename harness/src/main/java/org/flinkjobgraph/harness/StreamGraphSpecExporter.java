@@ -53,6 +53,10 @@ public final class StreamGraphSpecExporter {
         g.put("dynamic", Refl.call(sg, "isDynamic", false));
         Object jobType = Refl.call(sg, "getJobType", null);
         g.put("job_type", jobType == null ? "STREAMING" : jobType.toString());
+        // Iteration order of getSourceIDs() (a HashSet filled in translation order, which
+        // the graph itself does not show): Flink 1.9 starts its chains in this order, and
+        // 1.12-1.17.1 name chained sources in an order derived from it.
+        g.put("source_id_order", new ArrayList<Object>(sg.getSourceIDs()));
 
         List<StreamNode> nodes = new ArrayList<>(sg.getStreamNodes());
         nodes.sort(Comparator.comparingInt(StreamNode::getId));
@@ -79,7 +83,7 @@ public final class StreamGraphSpecExporter {
         m.put("uid", n.getTransformationUID());
         m.put("uid_hash", n.getUserHash());
         m.put("parallelism", n.getParallelism());
-        m.put("max_parallelism", n.getMaxParallelism());
+        m.put("max_parallelism", Refl.call(n, "getMaxParallelism", -1)); // package-private in 1.x
         Object cs = factory == null ? null : Refl.call(factory, "getChainingStrategy", null);
         m.put("chaining_strategy", cs == null ? null : cs.toString());
         m.put("slot_sharing_group", n.getSlotSharingGroup());
