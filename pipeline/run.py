@@ -98,7 +98,12 @@ def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress
         ("stream_edges", tables.edges),
         ("graph_errors", tables.errors),
     ):
-        _timed(summary, progress, f"write {name}", lambda: delta_sink.replace_graphs(spark, output, name, df, run_ids))
+        _timed(
+            summary,
+            progress,
+            f"write {name}",
+            lambda name=name, df=df: delta_sink.replace_graphs(spark, output, name, df, run_ids),
+        )
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
     summary.graphs_in = summary.graphs_processed + summary.graphs_rejected

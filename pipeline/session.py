@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ def get_spark(settings: dict[str, Any], app_name: str = "flink-jobgraph") -> Spa
     if active is not None:
         return active
     spark_conf = settings["spark"]
+    # Python workers must run this interpreter (the venv's), not whatever python3 is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.appName(app_name)
         .master(os.environ.get("FLINK_JOBGRAPH_MASTER", spark_conf["master"]))

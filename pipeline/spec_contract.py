@@ -211,7 +211,8 @@ def parse_graph(obj: Any) -> ParsedGraph:
     if orphans:
         raise ContractError("UNREACHABLE_NODE", f"nodes {orphans[:10]} have no in-edges but are not sources")
     _check_acyclic(ids, edges)
-    graph["source_id_order"] = _source_order(obj.get("source_id_order"), [nd["node_id"] for nd in nodes if nd["is_source"]])
+    source_ids = [nd["node_id"] for nd in nodes if nd["is_source"]]
+    graph["source_id_order"] = _source_order(obj.get("source_id_order"), source_ids)
     return ParsedGraph(graph, nodes, edges)
 
 

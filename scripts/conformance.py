@@ -31,7 +31,8 @@ def harness_jar(version: str) -> Path:
     jar = ROOT / "harness" / "target" / f"flink-{version}" / "flink-jobgraph-harness.jar"
     if not jar.exists():
         print(f"building the harness for Flink {version} ...", file=sys.stderr)
-        subprocess.run(["mvn", "-q", "-f", str(ROOT / "harness" / "pom.xml"), f"-Pflink-{version}", "package"], check=True)
+        pom = str(ROOT / "harness" / "pom.xml")
+        subprocess.run(["mvn", "-q", "-f", pom, f"-Pflink-{version}", "package"], check=True)
     return jar
 
 
