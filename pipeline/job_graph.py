@@ -21,8 +21,14 @@ JOB_GRAPH_SCHEMA = T.StructType(
     [
         T.StructField("kind", T.StringType(), False),  # operator | vertex | job_edge | error
         T.StructField("graph_id", T.StringType(), False),
-        # operator
+        # operator (its name goes in "name", shared with vertex rows)
         T.StructField("node_id", T.IntegerType(), True),
+        T.StructField("uid", T.StringType(), True),
+        T.StructField("operator_id", T.StringType(), True),
+        T.StructField("user_operator_id", T.StringType(), True),
+        T.StructField("hash_source", T.StringType(), True),
+        T.StructField("hash_position", T.IntegerType(), True),
+        T.StructField("flink_version", T.StringType(), True),
         T.StructField("jobvertex_id", T.StringType(), True),
         T.StructField("chain_head_node_id", T.IntegerType(), True),
         T.StructField("chain_index", T.IntegerType(), True),
@@ -58,6 +64,25 @@ _COLS = JOB_GRAPH_SCHEMA.fieldNames()
 _INT_COLS = [f.name for f in JOB_GRAPH_SCHEMA.fields if isinstance(f.dataType, T.IntegerType)]
 
 
+OPERATOR_COLUMNS = [
+    "graph_id",
+    "node_id",
+    "name",
+    "uid",
+    "operator_id",
+    "user_operator_id",
+    "hash_source",
+    "jobvertex_id",
+    "chain_head_node_id",
+    "chain_index",
+    "is_chain_head",
+    "is_chain_end",
+    "in_vertex_operator_ids",
+    "hash_position",
+    "flink_version",
+]
+
+
 @dataclass
 class JobGraphParts:
     operators: DataFrame
@@ -88,6 +113,10 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
         error = {"kind": "error", "graph_id": graph["graph_id"], "error_code": "FLINK_REJECTED", "message": rejection}
         return _frame([pd.DataFrame([error])])
     operators.insert(0, "kind", "operator")
+    attrs = nodes.set_index("node_id").loc[operators["node_id"]]
+    operators["hash_source"] = attrs["hash_source"].to_numpy(object)
+    operators["hash_position"] = attrs["hash_position"].to_numpy()
+    operators["flink_version"] = graph["flink_version"]
     vertices.insert(0, "kind", "vertex")
     job_edges.insert(0, "kind", "job_edge")
     return _frame([operators, vertices, job_edges])
@@ -105,16 +134,7 @@ def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame) -> J
     )
     kind = F.col("kind")
     return JobGraphParts(
-        operators=result.where(kind == "operator").select(
-            "graph_id",
-            "node_id",
-            "jobvertex_id",
-            "chain_head_node_id",
-            "chain_index",
-            "is_chain_head",
-            "is_chain_end",
-            "in_vertex_operator_ids",
-        ),
+        operators=result.where(kind == "operator").select(*OPERATOR_COLUMNS),
         vertices=result.where(kind == "vertex").select(
             "graph_id",
             "jobvertex_id",

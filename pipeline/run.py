@@ -19,24 +19,6 @@ from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
 
 T = TypeVar("T")
 
-OPERATOR_COLUMNS = [
-    "graph_id",
-    "node_id",
-    "name",
-    "uid",
-    "operator_id",
-    "user_operator_id",
-    "hash_source",
-    "jobvertex_id",
-    "chain_head_node_id",
-    "chain_index",
-    "is_chain_head",
-    "is_chain_end",
-    "in_vertex_operator_ids",
-    "hash_position",
-    "flink_version",
-]
-
 
 @dataclass
 class RunSummary:
@@ -131,7 +113,18 @@ def compute(
         "chainability",
         lambda: chainability.flag_edges(tables.graphs, tables.nodes, tables.edges).localCheckpoint(eager=True),
     )
-    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(tables.nodes, flagged))
+    hash_input = tables.nodes.select("graph_id", "node_id", "uid", "is_source", "source_kind")
+    flag_input = flagged.select(
+        "graph_id",
+        "edge_idx",
+        "source",
+        "target",
+        "chainable_input",
+        "chainable_local",
+        "hasher_chainable_local",
+        "yield_sensitive",
+    )
+    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input))
     levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
     summary.bfs_levels_max = int(levels[0] or 0)
     summary.hash_layers_max = int(levels[1] or 0)
@@ -160,16 +153,8 @@ def compute(
         .select(*ERROR_COLUMNS)
         .localCheckpoint(eager=True)
     )
-    rejected = errors.select("graph_id")
-    operators = (
-        nodes.join(parts.operators, ["graph_id", "node_id"])
-        .join(ok.select("graph_id", "flink_version"), "graph_id")
-        .join(rejected, "graph_id", "left_anti")
-        .withColumnRenamed("uid_hash", "user_operator_id")
-        .select(*OPERATOR_COLUMNS)
-    )
-    vertices = parts.vertices.join(rejected, "graph_id", "left_anti")
-    job_edges = parts.job_edges.join(rejected, "graph_id", "left_anti")
+    # A graph rejected by any step has no rows in these (its UDF emitted only an error).
+    operators, vertices, job_edges = parts.operators, parts.vertices, parts.job_edges
 
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
     run_ids = run_ids.localCheckpoint(eager=True)

@@ -123,6 +123,10 @@ def build_job_graph(
         {
             "graph_id": graph_id,
             "node_id": g.node_ids,
+            "name": g.nodes["name"].to_numpy(object),
+            "uid": g.nodes["uid"].to_numpy(object),
+            "operator_id": op_ids,
+            "user_operator_id": user_ids,
             "jobvertex_id": op_ids[heads],
             "chain_head_node_id": g.node_ids[heads],
             "chain_index": walk.chain_index,
