@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipeline.per_graph import cogroup_per_graph
 from udfs.graph_steps import hash_graph
 from udfs.hash_layers import HashingError
 
@@ -84,13 +85,9 @@ def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     return _frame([node_out, edge_out, stat_row])
 
 
-def hash_graphs(nodes: DataFrame, flagged_edges: DataFrame) -> HashResult:
-    result = (
-        nodes.groupBy("graph_id")
-        .cogroup(flagged_edges.groupBy("graph_id"))
-        .applyInPandas(_hash_one_graph, HASH_RESULT_SCHEMA)
-        .localCheckpoint(eager=True)
-    )
+def hash_graphs(nodes: DataFrame, flagged_edges: DataFrame, buckets: int = 8) -> HashResult:
+    result = cogroup_per_graph(nodes, flagged_edges, _hash_one_graph, HASH_RESULT_SCHEMA, buckets)
+    result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return HashResult(
         nodes=result.where(kind == "node").select(

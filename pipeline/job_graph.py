@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipeline.per_graph import cogroup_per_graph
 from udfs.graph_steps import build_job_graph, flink_rejection
 
 JOB_GRAPH_SCHEMA = T.StructType(
@@ -122,16 +123,11 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     return _frame([operators, vertices, job_edges])
 
 
-def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame) -> JobGraphParts:
+def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buckets: int = 8) -> JobGraphParts:
     """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
     g = graphs.select("graph_id", "flink_version", "job_type", "source_id_order")
-    result = (
-        nodes.join(g, "graph_id")
-        .groupBy("graph_id")
-        .cogroup(edges.groupBy("graph_id"))
-        .applyInPandas(_one_graph, JOB_GRAPH_SCHEMA)
-        .localCheckpoint(eager=True)
-    )
+    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets)
+    result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return JobGraphParts(
         operators=result.where(kind == "operator").select(*OPERATOR_COLUMNS),

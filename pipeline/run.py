@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline import chainability, chains, delta_sink, hashing, job_graph, read_spec, stream_tables, validate
+from pipeline import chainability, chains, delta_sink, hashing, job_graph, per_graph, read_spec, stream_tables, validate
 from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
 
 T = TypeVar("T")
@@ -124,7 +124,8 @@ def compute(
         "hasher_chainable_local",
         "yield_sensitive",
     )
-    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input))
+    buckets = per_graph.bucket_count(summary.graphs_in)
+    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets))
     levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
     summary.bfs_levels_max = int(levels[0] or 0)
     summary.hash_layers_max = int(levels[1] or 0)
@@ -143,7 +144,7 @@ def compute(
         return nodes.join(comps, ["graph_id", "node_id"]).localCheckpoint(eager=True)
 
     nodes = _timed(summary, progress, "chains", run_chains)
-    parts = _timed(summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges))
+    parts = _timed(summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges, buckets))
 
     errors = (
         tables.errors.unionByName(
