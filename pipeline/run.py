@@ -125,7 +125,15 @@ def compute(
         "yield_sensitive",
     )
     buckets = per_graph.bucket_count(summary.graphs_in)
-    hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets))
+    executor = settings["hashing"]["executor"]
+    if executor == "grouped":
+        hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets))
+    elif executor == "superstep":
+        from pipeline.hashing_supersteps import hash_graphs_supersteps
+
+        hashed = _timed(summary, progress, "hashing", lambda: hash_graphs_supersteps(hash_input, flag_input))
+    else:
+        raise ValueError(f"unknown hashing.executor {executor!r}; use grouped or superstep")
     levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
     summary.bfs_levels_max = int(levels[0] or 0)
     summary.hash_layers_max = int(levels[1] or 0)
