@@ -30,8 +30,8 @@ from udfs.hash_layers import HashingError, traversal_positions
 from .conftest import VECTORS, vector_files
 
 DEV_FILES = sorted(VECTORS.glob("flink-*-dev-*.jsonl.gz"))
-SUBSET_LARGEST = 2
-SUBSET_SPREAD = 12
+SUBSET_LARGEST = 0
+SUBSET_SPREAD = 14
 
 
 # --- the level formulation, in plain Python ------------------------------------------
@@ -166,14 +166,17 @@ def _assert_same(grouped: HashResult, supersteps: HashResult) -> None:
 
 
 def _dev_subset() -> list[str]:
-    """The largest graphs (deepest queues) plus an even spread of the rest."""
+    """An even spread of sizes.
+
+    CI time grows with the deepest queue, so the very largest graphs are left to the
+    600-graph comparison (see the executor's note in README)."""
     sized = sorted(
         ((len(obj["nodes"]), obj["graph_id"]) for path in DEV_FILES for obj in _read_graphs(path)), reverse=True
     )
     largest = [gid for _, gid in sized[:SUBSET_LARGEST]]
     rest = [gid for _, gid in sized[SUBSET_LARGEST:]]
     step = max(len(rest) // SUBSET_SPREAD, 1)
-    return largest + rest[::step][:SUBSET_SPREAD]
+    return largest + rest[step // 2 :: step][:SUBSET_SPREAD]
 
 
 @pytest.mark.skipif(not DEV_FILES, reason="no dev vectors")
