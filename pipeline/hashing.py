@@ -82,11 +82,11 @@ def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
             }
         ]
     )
-    return _frame([node_out, edge_out, stat_row])
+    return pd.concat([node_out, edge_out, stat_row], ignore_index=True)
 
 
 def hash_graphs(nodes: DataFrame, flagged_edges: DataFrame, buckets: int = 8) -> HashResult:
-    result = cogroup_per_graph(nodes, flagged_edges, _hash_one_graph, HASH_RESULT_SCHEMA, buckets)
+    result = cogroup_per_graph(nodes, flagged_edges, _hash_one_graph, HASH_RESULT_SCHEMA, buckets, _frame)
     result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return HashResult(

@@ -112,7 +112,7 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     rejection = flink_rejection(graph, vertices, job_edges)
     if rejection is not None:
         error = {"kind": "error", "graph_id": graph["graph_id"], "error_code": "FLINK_REJECTED", "message": rejection}
-        return _frame([pd.DataFrame([error])])
+        return pd.DataFrame([error])
     operators.insert(0, "kind", "operator")
     attrs = nodes.set_index("node_id").loc[operators["node_id"]]
     operators["hash_source"] = attrs["hash_source"].to_numpy(object)
@@ -120,13 +120,13 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     operators["flink_version"] = graph["flink_version"]
     vertices.insert(0, "kind", "vertex")
     job_edges.insert(0, "kind", "job_edge")
-    return _frame([operators, vertices, job_edges])
+    return pd.concat([operators, vertices, job_edges], ignore_index=True)
 
 
 def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buckets: int = 8) -> JobGraphParts:
     """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
     g = graphs.select("graph_id", "flink_version", "job_type", "source_id_order")
-    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets)
+    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets, _frame)
     result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return JobGraphParts(

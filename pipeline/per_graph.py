@@ -29,8 +29,11 @@ def cogroup_per_graph(
     fn: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame],
     schema: T.StructType,
     buckets: int,
+    finish: Callable[[list[pd.DataFrame]], pd.DataFrame],
 ) -> DataFrame:
-    """``fn(left_rows_of_one_graph, right_rows_of_one_graph)`` for every graph of ``left``."""
+    """``fn(left_rows_of_one_graph, right_rows_of_one_graph)`` for every graph of ``left``;
+    ``finish`` turns all the bucket's per-graph outputs into one frame of ``schema`` (done
+    once per bucket: per graph, the column alignment cost more than the work)."""
     columns = schema.fieldNames()
     right_columns = [c for c in right.columns]
 
@@ -45,7 +48,7 @@ def cogroup_per_graph(
         ]
         if not outs:
             return pd.DataFrame({c: [] for c in columns})
-        return pd.concat(outs, ignore_index=True)[columns]
+        return finish(outs)[columns]
 
     key = F.pmod(F.xxhash64("graph_id"), F.lit(buckets))
     return (

@@ -135,34 +135,36 @@ def build_job_graph(
             "in_vertex_operator_ids": walk.in_vertex_operator_ids,
         }
     )
-    attrs = g.nodes
+    vh = np.asarray(walk.vertex_heads, dtype=np.int64)
     vertices = pd.DataFrame(
         {
             "graph_id": graph_id,
-            "vertex_order": np.arange(len(walk.vertex_heads), dtype=np.int64),
-            "jobvertex_id": [op_ids[h] for h in walk.vertex_heads],
-            "head_node_id": [int(g.node_ids[h]) for h in walk.vertex_heads],
+            "vertex_order": np.arange(len(vh), dtype=np.int64),
+            "jobvertex_id": op_ids[vh],
+            "head_node_id": g.node_ids[vh],
             "name": [walk.vertex_names[h] for h in walk.vertex_heads],
-            "parallelism": [int(attrs["parallelism"].iat[h]) for h in walk.vertex_heads],
-            "max_parallelism": [int(attrs["max_parallelism"].iat[h]) for h in walk.vertex_heads],
-            "slot_sharing_group": [attrs["slot_sharing_group"].iat[h] for h in walk.vertex_heads],
+            "parallelism": g.nodes["parallelism"].to_numpy()[vh],
+            "max_parallelism": g.nodes["max_parallelism"].to_numpy()[vh],
+            "slot_sharing_group": g.nodes["slot_sharing_group"].to_numpy(object)[vh],
             "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
             "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
         }
     )
-    partitioners = g.edges["partitioner"].to_numpy(object)
+    je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
+    src_v, dst_v, eidx, inputs = je[:, 0], je[:, 1], je[:, 2], je[:, 3]
+    partitioners = g.edges["partitioner"].to_numpy(object)[eidx]
     job_edges = pd.DataFrame(
         {
             "graph_id": graph_id,
-            "source_jobvertex_id": [op_ids[s] for s, _, _, _ in walk.job_edges],
-            "target_jobvertex_id": [op_ids[t] for _, t, _, _ in walk.job_edges],
-            "source_node_id": [int(g.node_ids[g.src[e]]) for _, _, e, _ in walk.job_edges],
-            "target_node_id": [int(g.node_ids[g.dst[e]]) for _, _, e, _ in walk.job_edges],
-            "ship_strategy": [partitioners[e] for _, _, e, _ in walk.job_edges],
-            "distribution_pattern": [distribution_pattern(partitioners[e]) for _, _, e, _ in walk.job_edges],
-            "input_index": [i for _, _, _, i in walk.job_edges],
-            "edge_idx": [int(g.edges["edge_idx"].iat[e]) for _, _, e, _ in walk.job_edges],
-            "exchange_mode": [g.edges["exchange_mode"].iat[e] for _, _, e, _ in walk.job_edges],
+            "source_jobvertex_id": op_ids[src_v],
+            "target_jobvertex_id": op_ids[dst_v],
+            "source_node_id": g.node_ids[g.src[eidx]],
+            "target_node_id": g.node_ids[g.dst[eidx]],
+            "ship_strategy": partitioners,
+            "distribution_pattern": [distribution_pattern(p) for p in partitioners],
+            "input_index": inputs,
+            "edge_idx": g.edges["edge_idx"].to_numpy(np.int64)[eidx],
+            "exchange_mode": g.edges["exchange_mode"].to_numpy(object)[eidx],
         }
     )
     return operators, vertices, job_edges
