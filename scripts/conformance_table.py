@@ -6,24 +6,37 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+HEADER = [
+    "Flink line",
+    "release tested",
+    "fresh programs",
+    "stream nodes",
+    "all aspects match",
+    "lowest aspect rate",
+    "command",
+]
+
+
+def _command(raw: str) -> str:
+    return raw if raw.startswith("python") else f"python {raw}"
 
 
 def main() -> None:
     rows = [json.loads(p.read_text()) for p in sorted((ROOT / "conformance" / "results").glob("*.json"))]
-
-    def key(r: dict) -> tuple[int, ...]:
-        return tuple(int(x) for x in r["flink_version"].split("."))
-
-    print(
-        "| Flink line | release tested | fresh programs | stream nodes | all aspects match | lowest aspect rate | command |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    for r in sorted(rows, key=key, reverse=True):
-        low = min(r["rates"].values())
-        print(
-            f"| {r['flink_version']} | {r['flink_release']} | {r['programs']} | {r['stream_nodes']} | "
-            f"{'yes' if r['all_match'] else 'NO'} | {low:.2%} | `{r['command'].replace('scripts/', 'python scripts/', 1) if not r['command'].startswith('python') else r['command']}` |"
-        )
+    rows.sort(key=lambda r: tuple(int(x) for x in r["flink_version"].split(".")), reverse=True)
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    for r in rows:
+        cells = [
+            r["flink_version"],
+            r["flink_release"],
+            str(r["programs"]),
+            str(r["stream_nodes"]),
+            "yes" if r["all_match"] else "NO",
+            f"{min(r['rates'].values()):.2%}",
+            f"`{_command(r['command'])}`",
+        ]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
