@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.stream_tables import EDGE_COLUMNS
-from udfs.chaining_rules import EDGE_RULE_INPUT_COLUMNS, evaluate_edge_rules
+from udfs.chaining_rules import EDGE_RULE_INPUT_COLUMNS, NODE_RULE_ATTRS, evaluate_edge_rules
 
 FLAG_COLUMNS = ["chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive"]
 FLAGGED_EDGE_SCHEMA = T.StructType(
@@ -26,15 +26,6 @@ FLAGGED_EDGE_SCHEMA = T.StructType(
         *[T.StructField(c, T.BooleanType(), False) for c in FLAG_COLUMNS],
     ]
 )
-_NODE_ATTRS = [
-    "has_operator",
-    "chaining_strategy",
-    "slot_sharing_group",
-    "parallelism",
-    "max_parallelism",
-    "source_kind",
-    "yielding",
-]
 
 
 def _rules(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -44,9 +35,11 @@ def _rules(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 
 
 def edge_rule_input(graphs: DataFrame, nodes: DataFrame, edges: DataFrame) -> DataFrame:
-    up = nodes.select("graph_id", F.col("node_id").alias("source"), *[F.col(c).alias(f"up_{c}") for c in _NODE_ATTRS])
+    up = nodes.select(
+        "graph_id", F.col("node_id").alias("source"), *[F.col(c).alias(f"up_{c}") for c in NODE_RULE_ATTRS]
+    )
     down = nodes.select(
-        "graph_id", F.col("node_id").alias("target"), *[F.col(c).alias(f"down_{c}") for c in _NODE_ATTRS]
+        "graph_id", F.col("node_id").alias("target"), *[F.col(c).alias(f"down_{c}") for c in NODE_RULE_ATTRS]
     )
     g = graphs.select(
         "graph_id",

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.per_graph import cogroup_per_graph
+from pipeline.per_graph import align_to_schema, cogroup_per_graph
 from udfs.graph_steps import hash_graph
 from udfs.hash_layers import HashingError
 
@@ -39,9 +39,6 @@ HASH_RESULT_SCHEMA = T.StructType(
         T.StructField("message", T.StringType(), True),
     ]
 )
-_ARRAY_COLS = ["frontier_sizes"]
-_COLS = HASH_RESULT_SCHEMA.fieldNames()
-_INT_COLS = ("node_id", "hash_position", "hash_level", "edge_idx", "bfs_levels", "hash_layers")
 
 
 @dataclass
@@ -52,13 +49,8 @@ class HashResult:
     errors: DataFrame  # graph_id, error_code, message
 
 
-def _frame(rows: list[pd.DataFrame]) -> pd.DataFrame:
-    out = pd.concat(rows, ignore_index=True).reindex(columns=_COLS)
-    for c in _INT_COLS:
-        out[c] = out[c].astype("Int64")
-    for c in _ARRAY_COLS:  # reindex fills absent arrays with NaN, which Arrow rejects
-        out[c] = out[c].astype(object).where(out[c].notna(), None)
-    return out
+def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return align_to_schema(parts, HASH_RESULT_SCHEMA)
 
 
 def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
@@ -66,9 +58,7 @@ def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     try:
         node_out, edge_out, stats = hash_graph(nodes, edges)
     except HashingError as e:
-        return _frame(
-            [pd.DataFrame([{"kind": "error", "graph_id": graph_id, "error_code": e.code, "message": str(e)}])]
-        )
+        return pd.DataFrame([{"kind": "error", "graph_id": graph_id, "error_code": e.code, "message": str(e)}])
     node_out.insert(0, "kind", "node")
     edge_out.insert(0, "kind", "edge")
     stat_row = pd.DataFrame(

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.per_graph import cogroup_per_graph
+from pipeline.per_graph import align_to_schema, cogroup_per_graph
 from udfs.graph_steps import build_job_graph, flink_rejection
 
 JOB_GRAPH_SCHEMA = T.StructType(
@@ -60,10 +60,6 @@ JOB_GRAPH_SCHEMA = T.StructType(
         T.StructField("message", T.StringType(), True),
     ]
 )
-_ARRAY_COLS = ["operator_ids", "user_operator_ids"]
-_COLS = JOB_GRAPH_SCHEMA.fieldNames()
-_INT_COLS = [f.name for f in JOB_GRAPH_SCHEMA.fields if isinstance(f.dataType, T.IntegerType)]
-
 
 OPERATOR_COLUMNS = [
     "graph_id",
@@ -93,12 +89,7 @@ class JobGraphParts:
 
 
 def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    out = pd.concat(parts, ignore_index=True).reindex(columns=_COLS)
-    for c in _INT_COLS:
-        out[c] = out[c].astype("Int64")
-    for c in _ARRAY_COLS:  # reindex fills absent arrays with NaN, which Arrow rejects
-        out[c] = out[c].astype(object).where(out[c].notna(), None)
-    return out
+    return align_to_schema(parts, JOB_GRAPH_SCHEMA)
 
 
 def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:

@@ -57,3 +57,18 @@ def cogroup_per_graph(
         .cogroup(right.withColumn(_BUCKET, key).groupBy(_BUCKET))
         .applyInPandas(run_bucket, schema)
     )
+
+
+def align_to_schema(parts: list[pd.DataFrame], schema: T.StructType) -> pd.DataFrame:
+    """One frame of ``schema``'s columns from per-graph frames that each fill only some.
+
+    Missing cells come back as NaN; integer columns become nullable Int64, and array
+    columns get None instead of NaN (Arrow rejects a float where it expects a list).
+    """
+    out = pd.concat(parts, ignore_index=True).reindex(columns=schema.fieldNames())
+    for f in schema.fields:
+        if isinstance(f.dataType, T.IntegerType):
+            out[f.name] = out[f.name].astype("Int64")
+        elif isinstance(f.dataType, T.ArrayType):
+            out[f.name] = out[f.name].astype(object).where(out[f.name].notna(), None)
+    return out

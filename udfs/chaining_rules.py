@@ -24,6 +24,17 @@ import pandas as pd
 
 from pipeline.profiles import ChainRules, Profile, load_profile
 
+# Node attributes the rules read, joined onto each edge as up_* (source) and down_* (target).
+NODE_RULE_ATTRS = (
+    "has_operator",
+    "chaining_strategy",
+    "slot_sharing_group",
+    "parallelism",
+    "max_parallelism",
+    "source_kind",
+    "yielding",
+)
+
 EDGE_RULE_INPUT_COLUMNS = (
     "partitioner",
     "exchange_mode",

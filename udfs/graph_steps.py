@@ -12,6 +12,7 @@ import pandas as pd
 
 from pipeline.profiles import load_profile
 from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
+from udfs.chaining_rules import NODE_RULE_ATTRS
 from udfs.graph_arrays import GraphArrays
 from udfs.hash_layers import check_uid_collisions, propagate_hashes, traversal_positions
 from udfs.murmur3 import to_hex
@@ -20,17 +21,7 @@ from udfs.yielding_rule import apply_yielding_rule
 
 def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFrame) -> pd.DataFrame:
     """Edges joined with both end nodes and their graph: the input of the rule UDF."""
-    node_cols = [
-        "graph_id",
-        "node_id",
-        "has_operator",
-        "chaining_strategy",
-        "slot_sharing_group",
-        "parallelism",
-        "max_parallelism",
-        "source_kind",
-        "yielding",
-    ]
+    node_cols = ["graph_id", "node_id", *NODE_RULE_ATTRS]
     nd = nodes[node_cols]
     up = nd.add_prefix("up_").rename(columns={"up_graph_id": "graph_id", "up_node_id": "source"})
     down = nd.add_prefix("down_").rename(columns={"down_graph_id": "graph_id", "down_node_id": "target"})
