@@ -69,9 +69,16 @@ def _enum(value: Any, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
+
+
 def _int(value: Any, what: str) -> int:
+    # Every integer of the spec is a Java int in Flink (StreamNode ids, parallelism, typeNumber);
+    # out of that range it would also overflow the int32 columns of the stream tables.
     if isinstance(value, bool) or not isinstance(value, int):
         raise ContractError("BAD_FIELD", f"{what} must be an integer, got {value!r}")
+    if not JAVA_INT_MIN <= value <= JAVA_INT_MAX:
+        raise ContractError("BAD_FIELD", f"{what} {value} is outside Java's int range (Flink stores it as an int)")
     return value
 
 

@@ -71,3 +71,17 @@ def test_source_id_order_must_list_the_sources():
     assert parse_graph({**base, "source_id_order": [1]}).graph["source_id_order"] == [1]
     with pytest.raises(ContractError):
         parse_graph({**base, "source_id_order": [1, 2]})
+
+
+@pytest.mark.parametrize("field, value", [("id", 2**31), ("id", -(2**31) - 1), ("parallelism", 2**40)])
+def test_integers_must_fit_a_java_int(field, value):
+    node = {"id": 1, "name": "Source: S", "parallelism": 1}
+    node[field] = value
+    with pytest.raises(ContractError) as e:
+        parse_graph({"graph_id": "g", "nodes": [node], "edges": []})
+    assert e.value.code == "BAD_FIELD" and "Java's int range" in str(e.value)
+
+
+def test_java_int_bounds_are_accepted():
+    pg = parse_graph({"graph_id": "g", "nodes": [{"id": 2**31 - 1, "name": "Source: S", "parallelism": 1}]})
+    assert pg.nodes[0]["node_id"] == 2**31 - 1
