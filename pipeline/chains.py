@@ -1,19 +1,23 @@
 """Step 6: chains as connected components of the chainable edges.
 
 Flink chains an edge only into a node with exactly one input, so the chainable edges
-form a forest whose roots are the chain heads. Connected components of that forest are
-the chains. ``dataframe`` (the default engine) finds them by pointer jumping on Spark
-DataFrames -- every node points at its chainable parent, and each round replaces the
-pointer by the parent's pointer, so a chain of length L needs log2(L) rounds, each one
-join over the nodes that have not reached their root yet (the frontier). ``graphframes``
-runs GraphFrames' ``connectedComponents`` on the same edges instead; it needs the
-GraphFrames JVM core on Spark's classpath.
+form a forest whose roots are the chain heads; its connected components are the chains.
+``graphframes`` (the default) runs GraphFrames' ``connectedComponents`` on them;
+``dataframe`` finds the same components by pointer jumping on plain Spark DataFrames --
+every node points at its chainable parent, and each round replaces the pointer by the
+parent's pointer, so a chain of length L needs log2(L) rounds, each one join over the
+nodes that have not reached their root yet (the frontier). Both give the same tables
+(``tests/test_chains.py``); ``conf/pipeline.json`` records the measured costs.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+
+from pipeline.session import SetupError, import_graphframes
 
 
 class ChainEngineError(RuntimeError):
@@ -54,42 +58,70 @@ def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFram
     return out, rounds
 
 
-def _graphframes(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFrame, int]:
-    try:
-        from graphframes import GraphFrame
-    except ImportError as e:  # pragma: no cover - the package is a pinned dependency
-        raise ChainEngineError(f"graphframes Python package missing: {e}") from e
+# A GraphFrames vertex id packs (graph, node) into one long: the graph's index in the high
+# 32 bits and the node id (a Java int, shifted to be non-negative) in the low 32 bits.
+# Long ids let connectedComponents skip its own id-indexing pass over string ids.
+_NODE_OFFSET = 2**31
+
+
+def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
     spark = nodes.sparkSession
     try:
-        spark._jvm.org.graphframes.GraphFramePythonAPI  # noqa: B018 - probes the classpath
-        spark._jvm.java.lang.Class.forName("org.graphframes.GraphFramePythonAPI")
-    except Exception as e:
-        raise ChainEngineError(
-            "chains.engine=graphframes needs the GraphFrames JVM core (io.graphframes:graphframes-spark3_2.12) "
-            "on Spark's classpath; put the jar in the jars folder, or use chains.engine=dataframe"
-        ) from e
-    key = F.concat_ws("\u0000", "graph_id", F.col("node_id").cast("string"))
-    v = nodes.select(key.alias("id"), "graph_id", "node_id")
-    e = chain_edges.select(
-        F.concat_ws("\u0000", "graph_id", F.col("source").cast("string")).alias("src"),
-        F.concat_ws("\u0000", "graph_id", F.col("target").cast("string")).alias("dst"),
+        graphframes = import_graphframes(spark, settings)
+    except SetupError as e:
+        raise ChainEngineError(str(e)) from e
+    graph_index = (
+        nodes.select("graph_id")
+        .distinct()
+        .withColumn("gidx", F.row_number().over(Window.orderBy("graph_id")).cast("long"))
+        .localCheckpoint(eager=True)
     )
-    cc = GraphFrame(v, e).connectedComponents()
-    # The component's smallest member id is arbitrary; name it by the forest root instead.
-    has_parent = chain_edges.select("graph_id", F.col("target").alias("node_id"))
-    roots = cc.join(has_parent, ["graph_id", "node_id"], "left_anti").select(
+
+    def vid(graph_col: str, node_col: str):
+        return F.col(graph_col) * F.lit(2**32) + F.col(node_col).cast("long") + F.lit(_NODE_OFFSET)
+
+    e = (
+        chain_edges.join(F.broadcast(graph_index), "graph_id")
+        .select(vid("gidx", "source").alias("src"), vid("gidx", "target").alias("dst"))
+        .localCheckpoint(eager=True)
+    )
+    # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
+    members = (
+        chain_edges.select("graph_id", F.col("source").alias("node_id"))
+        .unionByName(chain_edges.select("graph_id", F.col("target").alias("node_id")))
+        .distinct()
+        .join(F.broadcast(graph_index), "graph_id")
+        .select(vid("gidx", "node_id").alias("id"), "graph_id", "node_id")
+    )
+    conf = settings["chains"]
+    cc = graphframes.GraphFrame(members, e).connectedComponents(
+        algorithm=conf.get("graphframes_algorithm", "graphframes"),
+        checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
+        broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
+    )
+    # The component is named by its smallest vertex id; Flink names a chain by its head,
+    # the one member without a chainable in-edge (in-degree <= 1 makes each component a tree).
+    roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(
         "component", F.col("node_id").alias("root")
     )
-    return cc.join(roots, "component").select("graph_id", "node_id", "root"), 0
+    chained = cc.join(roots, "component").select("graph_id", "node_id", "root")
+    alone = (
+        nodes.select("graph_id", "node_id")
+        .join(members.select("graph_id", "node_id"), ["graph_id", "node_id"], "left_anti")
+        .withColumn("root", F.col("node_id"))
+    )
+    return chained.unionByName(alone), 0
 
 
-def chain_components(nodes: DataFrame, hashed_edges: DataFrame, engine: str) -> tuple[DataFrame, int]:
-    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds."""
+def chain_components(nodes: DataFrame, hashed_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
+    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds
+    (pointer-jumping rounds; 0 for GraphFrames, whose iterations are internal)."""
+    engine = settings["chains"]["engine"]
     chain_edges = hashed_edges.where("chainable").select("graph_id", "source", "target")
     if engine == "dataframe":
         comps, rounds = _pointer_jumping(nodes, chain_edges)
     elif engine == "graphframes":
-        comps, rounds = _graphframes(nodes, chain_edges)
+        comps, rounds = _graphframes(nodes, chain_edges, settings)
     else:
         raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
     return comps.withColumnRenamed("root", "chain_component"), rounds

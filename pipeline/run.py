@@ -31,6 +31,7 @@ class RunSummary:
     bfs_levels_max: int = 0
     hash_layers_max: int = 0
     chain_rounds: int = 0
+    chains_engine: str = ""
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors_by_code: dict[str, int] = field(default_factory=dict)
 
@@ -147,8 +148,9 @@ def compute(
     )
 
     def run_chains() -> DataFrame:
-        comps, rounds = chains.chain_components(nodes, edges, settings["chains"]["engine"])
+        comps, rounds = chains.chain_components(nodes, edges, settings)
         summary.chain_rounds = rounds
+        summary.chains_engine = settings["chains"]["engine"]
         return nodes.join(comps, ["graph_id", "node_id"]).localCheckpoint(eager=True)
 
     nodes = _timed(summary, progress, "chains", run_chains)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,50 @@ class SetupError(RuntimeError):
     """The machine lacks something the pipeline needs (jars not installed, ...)."""
 
 
+def jars_dir(settings: dict[str, Any]) -> Path:
+    return Path(os.environ.get("FLINK_JOBGRAPH_JARS", ROOT / settings["jars_dir"]))
+
+
 def jar_paths(settings: dict[str, Any]) -> list[str]:
-    jars_dir = Path(os.environ.get("FLINK_JOBGRAPH_JARS", ROOT / settings["jars_dir"]))
-    jars = sorted(str(p) for p in jars_dir.glob("*.jar"))
-    if not any("delta-spark" in j for j in jars):
+    folder = jars_dir(settings)
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    if not any("delta-spark" in Path(j).name for j in jars):
         raise SetupError(
-            f"Delta Lake jars not found in {jars_dir}; run `make install` (it resolves them from Maven Central)"
+            f"Delta Lake jars not found in {folder}; run `make install` (it resolves them from Maven Central)"
         )
+    if not any(Path(j).name.startswith("graphframes-") for j in jars):
+        raise SetupError(f"GraphFrames jar not found in {folder}; run `make install`")
     return jars
+
+
+def import_graphframes(spark: SparkSession, settings: dict[str, Any]):
+    """GraphFrames' Python API, from the same jar as its JVM core.
+
+    A cluster that already provides GraphFrames (Databricks ML runtimes) keeps its own;
+    otherwise the jar from the jars folder is put on ``sys.path``: GraphFrames releases
+    carry their Python package inside the jar, so wrapper and core always match.
+    """
+    from py4j.java_gateway import JavaClass
+
+    # py4j resolves through Spark's context class loader (where spark.jars are); an unknown
+    # class comes back as a JavaPackage instead of raising.
+    if not isinstance(spark._jvm.org.graphframes.GraphFramePythonAPI, JavaClass):
+        raise SetupError(
+            "the GraphFrames JVM core (org.graphframes) is not on Spark's classpath: run `make install`, "
+            f"or pass {jars_dir(settings)}/graphframes-*.jar to spark-submit --jars"
+        )
+    try:
+        import graphframes
+    except ImportError:
+        jars = sorted(jars_dir(settings).glob("graphframes-*.jar"))
+        if not jars:
+            raise SetupError(f"GraphFrames jar not found in {jars_dir(settings)}; run `make install`") from None
+        sys.path.insert(0, str(jars[-1]))
+        import graphframes
+    if not spark.sparkContext.getCheckpointDir():
+        # GraphFrames' connected components checkpoints every few iterations to cut lineage.
+        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="flink-jobgraph-checkpoints-"))
+    return graphframes
 
 
 def get_spark(settings: dict[str, Any], app_name: str = "flink-jobgraph") -> SparkSession:

@@ -51,8 +51,18 @@ def main() -> int:
             vectors = Path(args.input)
         else:
             vectors = Path(tmp) / f"flink-{args.version}-s{args.seed}.jsonl.gz"
-            cmd = ["java", "-jar", str(harness_jar(args.version)), "generate", "--seed", str(args.seed),
-                   "--count", str(args.count), "--out", str(vectors)]
+            cmd = [
+                "java",
+                "-jar",
+                str(harness_jar(args.version)),
+                "generate",
+                "--seed",
+                str(args.seed),
+                "--count",
+                str(args.count),
+                "--out",
+                str(vectors),
+            ]
             subprocess.run(cmd, check=True)
         gen_s = time.perf_counter() - t0
         graphs = list(read_vector_file(vectors))
@@ -60,7 +70,7 @@ def main() -> int:
         spark = get_spark(settings)
         t1 = time.perf_counter()
         out = str(Path(tmp) / "out")
-        compute(spark, str(vectors), out, settings, Progress(enabled=True))
+        summary = compute(spark, str(vectors), out, settings, Progress(enabled=True))
         run_s = time.perf_counter() - t1
         report = compare_tables(spark, out, graphs, max_mismatches=args.show)
 
@@ -87,6 +97,11 @@ def main() -> int:
         "all_match": all_ok,
         "generate_seconds": round(gen_s, 1),
         "pipeline_seconds": round(run_s, 1),
+        "chains_engine": summary.chains_engine,
+        "hashing_executor": settings["hashing"]["executor"],
+        "git_commit": subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
         "command": " ".join(sys.argv),
     }
     name = f"flink-{args.version}-" + (Path(args.input).stem if args.input else f"s{args.seed}-n{args.count}")

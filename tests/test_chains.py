@@ -1,0 +1,71 @@
+"""Chains as connected components of the chainable edges, on real GraphFrames and on the
+pointer-jumping engine, against hand-derived roots.
+
+Each component is a tree (a chainable edge needs a target with one input), and its root,
+the member without a chainable in-edge, is the chain head. The graphs reuse node ids
+across graph_ids and use Java's int extremes, since GraphFrames sees (graph, node) packed
+into one long.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from pipeline.chains import chain_components
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+# graph_id -> (node ids, chainable edges, non-chainable edges, expected root of every node)
+CASES = {
+    # 1 -> 2 -> ... -> 40: one long chain (pointer jumping needs log2(40) rounds)
+    "long-chain": (list(range(1, 41)), [(i, i + 1) for i in range(1, 40)], [], {i: 1 for i in range(1, 41)}),
+    # a fan-out tree under 5, a second chain 9 -> 3 cut from it by a non-chainable edge, a loner 7
+    "tree": (
+        [5, 6, 8, 4, 9, 3, 7],
+        [(5, 6), (5, 8), (8, 4), (9, 3)],
+        [(4, 9), (6, 7)],
+        {5: 5, 6: 5, 8: 5, 4: 5, 9: 9, 3: 9, 7: 7},
+    ),
+    # same ids as "tree", other shape: only the graph_id tells them apart
+    "tree-same-ids": ([5, 6, 8, 4, 9, 3, 7], [(3, 4)], [(5, 3)], {5: 5, 6: 6, 8: 8, 4: 3, 9: 9, 3: 3, 7: 7}),
+    # Java int extremes and negative ids
+    "extremes": (
+        [INT_MIN, -1, 0, INT_MAX],
+        [(INT_MAX, INT_MIN), (INT_MIN, -1)],
+        [(-1, 0)],
+        {INT_MAX: INT_MAX, INT_MIN: INT_MAX, -1: INT_MAX, 0: 0},
+    ),
+    # nothing chains
+    "no-chains": ([1, 2], [], [(1, 2)], {1: 1, 2: 2}),
+}
+
+
+def _frames(spark):
+    nodes, edges = [], []
+    for gid, (ids, chained, other, _) in CASES.items():
+        nodes += [(gid, n) for n in ids]
+        edges += [(gid, s, t, True) for s, t in chained] + [(gid, s, t, False) for s, t in other]
+    return (
+        spark.createDataFrame(nodes, "graph_id string, node_id int"),
+        spark.createDataFrame(edges, "graph_id string, source int, target int, chainable boolean"),
+    )
+
+
+@pytest.mark.parametrize("engine", ["graphframes", "dataframe"])
+def test_chain_roots(spark, settings, engine):
+    nodes, edges = _frames(spark)
+    conf = copy.deepcopy(settings)
+    conf["chains"]["engine"] = engine
+    comps, rounds = chain_components(nodes, edges, conf)
+    got = {(r.graph_id, r.node_id): r.chain_component for r in comps.collect()}
+    expected = {(gid, n): root for gid, case in CASES.items() for n, root in case[3].items()}
+    assert got == expected
+    assert comps.count() == len(expected)  # one row per node, no duplicates
+    if engine == "dataframe":
+        assert rounds == 6  # ceil(log2(39)) + 1 rounds for the 40-node chain
+
+
+def test_graphframes_is_the_default_engine(settings):
+    assert settings["chains"]["engine"] == "graphframes"
