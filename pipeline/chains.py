@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from pipeline.session import SetupError, import_graphframes
 
 
-class ChainEngineError(RuntimeError):
-    pass
+class ChainEngineError(SetupError):
+    """The chains engine cannot run (unknown name, GraphFrames missing): the CLI says so in one line."""
 
 
 def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFrame, int]:
@@ -94,11 +94,24 @@ def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, A
         .select(vid("gidx", "node_id").alias("id"), "graph_id", "node_id")
     )
     conf = settings["chains"]
-    cc = graphframes.GraphFrame(members, e).connectedComponents(
-        algorithm=conf.get("graphframes_algorithm", "graphframes"),
-        checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
-        broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
-    )
+    # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
+    # jobs each; ``graphframes_spark_conf`` applies to those jobs only (restored afterwards).
+    during = {k: str(v) for k, v in (conf.get("graphframes_spark_conf") or {}).items()}
+    previous = {k: spark.conf.get(k, None) for k in during}
+    for k, v in during.items():
+        spark.conf.set(k, v)
+    try:
+        cc = graphframes.GraphFrame(members, e).connectedComponents(
+            algorithm=conf.get("graphframes_algorithm", "graphframes"),
+            checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
+            broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
+        )
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
     # The component is named by its smallest vertex id; Flink names a chain by its head,
     # the one member without a chainable in-edge (in-degree <= 1 makes each component a tree).
     roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="SECTION.KEY=VALUE",
-            help="override a conf/pipeline.json setting, e.g. chains.engine=graphframes",
+            help="override a conf/pipeline.json setting, e.g. chains.engine=dataframe",
         )
     return p
 

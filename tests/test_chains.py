@@ -58,7 +58,11 @@ def test_chain_roots(spark, settings, engine):
     nodes, edges = _frames(spark)
     conf = copy.deepcopy(settings)
     conf["chains"]["engine"] = engine
+    conf["chains"]["graphframes_spark_conf"] = {"spark.sql.shuffle.partitions": 1, "spark.sql.adaptive.enabled": False}
+    before = {k: spark.conf.get(k) for k in conf["chains"]["graphframes_spark_conf"]}
     comps, rounds = chain_components(nodes, edges, conf)
+    # the confs GraphFrames ran with are the session's own again
+    assert {k: spark.conf.get(k) for k in before} == before
     got = {(r.graph_id, r.node_id): r.chain_component for r in comps.collect()}
     expected = {(gid, n): root for gid, case in CASES.items() for n, root in case[3].items()}
     assert got == expected
@@ -69,3 +73,25 @@ def test_chain_roots(spark, settings, engine):
 
 def test_graphframes_is_the_default_engine(settings):
     assert settings["chains"]["engine"] == "graphframes"
+
+
+def test_unknown_engine_is_a_one_line_cli_error(spark, tmp_path, capsys):
+    from pipeline.cli import main
+
+    from .conftest import ROOT
+
+    code = main(
+        [
+            "compute",
+            "--input",
+            str(ROOT / "samples" / "wordcount.json"),
+            "--output",
+            str(tmp_path / "o"),
+            "--quiet",
+            "--set",
+            "chains.engine=bogus",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1] == "flink-jobgraph: unknown chains.engine 'bogus'; use dataframe or graphframes"
