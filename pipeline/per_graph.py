@@ -9,6 +9,7 @@ buckets of a few hundred; one UDF call gets a whole bucket and loops over its gr
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 GRAPHS_PER_BUCKET = 250
+Out = TypeVar("Out")
 _BUCKET = "_graph_bucket"
 
 
@@ -26,10 +28,10 @@ def bucket_count(graphs: int) -> int:
 def cogroup_per_graph(
     left: DataFrame,
     right: DataFrame,
-    fn: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame],
+    fn: Callable[[pd.DataFrame, pd.DataFrame], Out],
     schema: T.StructType,
     buckets: int,
-    finish: Callable[[list[pd.DataFrame]], pd.DataFrame],
+    finish: Callable[[list[Out]], pd.DataFrame],
 ) -> DataFrame:
     """``fn(left_rows_of_one_graph, right_rows_of_one_graph)`` for every graph of ``left``;
     ``finish`` turns all the bucket's per-graph outputs into one frame of ``schema`` (done
