@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.per_graph import align_to_schema, cogroup_per_graph
+from pipeline.per_graph import RowsByKind, cogroup_per_graph
 from udfs.graph_steps import hash_graph
 from udfs.hash_layers import HashingError
 
@@ -49,22 +49,15 @@ class HashResult:
     errors: DataFrame  # graph_id, error_code, message
 
 
-def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return align_to_schema(parts, HASH_RESULT_SCHEMA)
-
-
-def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> RowsByKind:
     graph_id = nodes["graph_id"].iat[0]
     try:
         node_out, edge_out, stats = hash_graph(nodes, edges)
     except HashingError as e:
-        return pd.DataFrame([{"kind": "error", "graph_id": graph_id, "error_code": e.code, "message": str(e)}])
-    node_out.insert(0, "kind", "node")
-    edge_out.insert(0, "kind", "edge")
+        return {"error": pd.DataFrame({"graph_id": [graph_id], "error_code": [e.code], "message": [str(e)]})}
     stat_row = pd.DataFrame(
         [
             {
-                "kind": "stats",
                 "graph_id": graph_id,
                 "bfs_levels": stats["bfs_levels"],
                 "hash_layers": stats["hash_layers"],
@@ -72,11 +65,11 @@ def _hash_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
             }
         ]
     )
-    return pd.concat([node_out, edge_out, stat_row], ignore_index=True)
+    return {"node": node_out, "edge": edge_out, "stats": stat_row}
 
 
 def hash_graphs(nodes: DataFrame, flagged_edges: DataFrame, buckets: int = 8) -> HashResult:
-    result = cogroup_per_graph(nodes, flagged_edges, _hash_one_graph, HASH_RESULT_SCHEMA, buckets, _frame)
+    result = cogroup_per_graph(nodes, flagged_edges, _hash_one_graph, HASH_RESULT_SCHEMA, buckets)
     result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return HashResult(

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.per_graph import align_to_schema, cogroup_per_graph
+from pipeline.per_graph import RowsByKind, cogroup_per_graph
 from udfs.graph_steps import build_job_graph, flink_rejection
 
 JOB_GRAPH_SCHEMA = T.StructType(
@@ -89,24 +89,7 @@ class JobGraphParts:
     errors: DataFrame
 
 
-_KINDS = ("operator", "vertex", "job_edge", "error")
-
-
-def _frame(parts: list[dict[str, pd.DataFrame]]) -> pd.DataFrame:
-    """A bucket's output: each kind's per-graph frames (same columns) concatenated once,
-    then the four kinds aligned to the schema. Concatenating the three differently shaped
-    frames per graph instead cost a third of this stage (bench/results/profile-*.json)."""
-    by_kind = []
-    for kind in _KINDS:
-        frames = [p[kind] for p in parts if kind in p]
-        if frames:
-            frame = pd.concat(frames, ignore_index=True)
-            frame.insert(0, "kind", kind)
-            by_kind.append(frame)
-    return align_to_schema(by_kind, JOB_GRAPH_SCHEMA)
-
-
-def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> RowsByKind:
     graph = {
         "graph_id": nodes["graph_id"].iat[0],
         "flink_version": nodes["flink_version"].iat[0],
@@ -132,7 +115,7 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> dict[str, pd.DataFra
 def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buckets: int = 8) -> JobGraphParts:
     """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
     g = graphs.select("graph_id", "flink_version", "job_type", "source_id_order")
-    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets, _frame)
+    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets)
     result = result.localCheckpoint(eager=True)
     kind = F.col("kind")
     return JobGraphParts(

@@ -4,12 +4,16 @@
 round trip, a pandas frame per side) once per graph, which for fleets of small graphs
 costs more than the work itself (measured: bench/results). Graphs are instead hashed into
 buckets of a few hundred; one UDF call gets a whole bucket and loops over its graphs.
+
+A per-graph function returns its rows by kind (``{"node": frame, "edge": frame, ...}``,
+each kind with its own columns); each kind is concatenated once per bucket and the kinds
+are aligned to the output schema once. Concatenating differently shaped frames per graph
+instead was a third of the job-graph UDF (bench/results/profile-20261122-003531-fleet-1k.json).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -17,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 GRAPHS_PER_BUCKET = 250
-Out = TypeVar("Out")
+RowsByKind = dict[str, pd.DataFrame]
 _BUCKET = "_graph_bucket"
 
 
@@ -28,14 +32,12 @@ def bucket_count(graphs: int) -> int:
 def cogroup_per_graph(
     left: DataFrame,
     right: DataFrame,
-    fn: Callable[[pd.DataFrame, pd.DataFrame], Out],
+    fn: Callable[[pd.DataFrame, pd.DataFrame], RowsByKind],
     schema: T.StructType,
     buckets: int,
-    finish: Callable[[list[Out]], pd.DataFrame],
 ) -> DataFrame:
     """``fn(left_rows_of_one_graph, right_rows_of_one_graph)`` for every graph of ``left``;
-    ``finish`` turns all the bucket's per-graph outputs into one frame of ``schema`` (done
-    once per bucket: per graph, the column alignment cost more than the work)."""
+    its rows by kind become rows of ``schema`` with a ``kind`` column."""
     columns = schema.fieldNames()
     right_columns = [c for c in right.columns]
 
@@ -50,7 +52,7 @@ def cogroup_per_graph(
         ]
         if not outs:
             return pd.DataFrame({c: [] for c in columns})
-        return finish(outs)[columns]
+        return _align_kinds(outs, schema)[columns]
 
     key = F.pmod(F.xxhash64("graph_id"), F.lit(buckets))
     return (
@@ -59,6 +61,19 @@ def cogroup_per_graph(
         .cogroup(right.withColumn(_BUCKET, key).groupBy(_BUCKET))
         .applyInPandas(run_bucket, schema)
     )
+
+
+def _align_kinds(outs: list[RowsByKind], schema: T.StructType) -> pd.DataFrame:
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for out in outs:
+        for kind, frame in out.items():
+            frames.setdefault(kind, []).append(frame)
+    by_kind = []
+    for kind, parts in frames.items():
+        frame = pd.concat(parts, ignore_index=True)
+        frame.insert(0, "kind", kind)
+        by_kind.append(frame)
+    return align_to_schema(by_kind, schema)
 
 
 def align_to_schema(parts: list[pd.DataFrame], schema: T.StructType) -> pd.DataFrame:
