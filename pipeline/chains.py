@@ -12,9 +12,11 @@ nodes that have not reached their root yet (the frontier). Both give the same ta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.session import SetupError, import_graphframes
@@ -58,6 +60,22 @@ def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFram
     return out, rounds
 
 
+@contextmanager
+def _session_conf(spark: SparkSession, conf: dict[str, Any]) -> Iterator[None]:
+    """Spark SQL confs set for the block, the session's own restored after it."""
+    previous = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, str(v))
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 # A GraphFrames vertex id packs (graph, node) into one long: the graph's index in the high
 # 32 bits and the node id (a Java int, shifted to be non-negative) in the low 32 bits.
 # Long ids let connectedComponents skip its own id-indexing pass over string ids.
@@ -66,10 +84,7 @@ _NODE_OFFSET = 2**31
 
 def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
     spark = nodes.sparkSession
-    try:
-        graphframes = import_graphframes(spark, settings)
-    except SetupError as e:
-        raise ChainEngineError(str(e)) from e
+    graphframes = import_graphframes(spark, settings)
     graph_index = (
         nodes.select("graph_id")
         .distinct()
@@ -92,26 +107,17 @@ def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, A
         .distinct()
         .join(F.broadcast(graph_index), "graph_id")
         .select(vid("gidx", "node_id").alias("id"), "graph_id", "node_id")
+        .localCheckpoint(eager=True)  # read by GraphFrames, its final join and `alone` below
     )
     conf = settings["chains"]
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
-    # jobs each; ``graphframes_spark_conf`` applies to those jobs only (restored afterwards).
-    during = {k: str(v) for k, v in (conf.get("graphframes_spark_conf") or {}).items()}
-    previous = {k: spark.conf.get(k, None) for k in during}
-    for k, v in during.items():
-        spark.conf.set(k, v)
-    try:
+    # jobs each; ``graphframes_spark_conf`` applies to those jobs only.
+    with _session_conf(spark, conf.get("graphframes_spark_conf") or {}):
         cc = graphframes.GraphFrame(members, e).connectedComponents(
             algorithm=conf.get("graphframes_algorithm", "graphframes"),
             checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
             broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
         )
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
     # The component is named by its smallest vertex id; Flink names a chain by its head,
     # the one member without a chainable in-edge (in-degree <= 1 makes each component a tree).
     roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(
