@@ -26,7 +26,7 @@ class ChainEngineError(SetupError):
     """The chains engine cannot run (unknown name, GraphFrames missing): the CLI says so in one line."""
 
 
-def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFrame, int]:
+def _pointer_jumping(chain_edges: DataFrame) -> tuple[DataFrame, int]:
     # Frontier: nodes whose root is not known yet, with their current pointer.
     frontier = chain_edges.select("graph_id", F.col("target").alias("node_id"), F.col("source").alias("ptr"))
     frontier = frontier.localCheckpoint(eager=True)
@@ -52,9 +52,7 @@ def _pointer_jumping(nodes: DataFrame, chain_edges: DataFrame) -> tuple[DataFram
         frontier = step.where(F.col("next").isNotNull() & ~F.col("done")).select(
             "graph_id", "node_id", F.col("next").alias("ptr")
         )
-    non_roots = chain_edges.select("graph_id", F.col("target").alias("node_id"))
-    out = nodes.select("graph_id", "node_id").join(non_roots, ["graph_id", "node_id"], "left_anti")
-    out = out.withColumn("root", F.col("node_id"))
+    out = chain_edges.sparkSession.createDataFrame([], "graph_id string, node_id int, root int")
     for r in resolved:
         out = out.unionByName(r)
     return out, rounds
@@ -82,11 +80,11 @@ def _session_conf(spark: SparkSession, conf: dict[str, Any]) -> Iterator[None]:
 _NODE_OFFSET = 2**31
 
 
-def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
-    spark = nodes.sparkSession
+def _graphframes(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
+    spark = chain_edges.sparkSession
     graphframes = import_graphframes(spark, settings)
     graph_index = (
-        nodes.select("graph_id")
+        chain_edges.select("graph_id")
         .distinct()
         .withColumn("gidx", F.row_number().over(Window.orderBy("graph_id")).cast("long"))
         .localCheckpoint(eager=True)
@@ -107,7 +105,7 @@ def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, A
         .distinct()
         .join(F.broadcast(graph_index), "graph_id")
         .select(vid("gidx", "node_id").alias("id"), "graph_id", "node_id")
-        .localCheckpoint(eager=True)  # read by GraphFrames, its final join and `alone` below
+        .localCheckpoint(eager=True)  # read by GraphFrames twice (prepare, final join)
     )
     conf = settings["chains"]
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
@@ -123,24 +121,46 @@ def _graphframes(nodes: DataFrame, chain_edges: DataFrame, settings: dict[str, A
     roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(
         "component", F.col("node_id").alias("root")
     )
-    chained = cc.join(roots, "component").select("graph_id", "node_id", "root")
-    alone = (
-        nodes.select("graph_id", "node_id")
-        .join(members.select("graph_id", "node_id"), ["graph_id", "node_id"], "left_anti")
-        .withColumn("root", F.col("node_id"))
-    )
-    return chained.unionByName(alone), 0
+    return cc.join(roots, "component").select("graph_id", "node_id", "root"), 0
+
+
+def member_roots(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
+    """(graph_id, node_id, root) for at least every node with a chainable in-edge (every
+    other node is its own root), from ``chain_edges`` (graph_id, source, target); and the
+    rounds (pointer-jumping rounds; 0 for GraphFrames, whose iterations are internal)."""
+    engine = settings["chains"]["engine"]
+    if engine == "dataframe":
+        return _pointer_jumping(chain_edges)
+    if engine == "graphframes":
+        return _graphframes(chain_edges, settings)
+    raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
 
 
 def chain_components(nodes: DataFrame, hashed_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
-    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds
-    (pointer-jumping rounds; 0 for GraphFrames, whose iterations are internal)."""
-    engine = settings["chains"]["engine"]
+    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds."""
     chain_edges = hashed_edges.where("chainable").select("graph_id", "source", "target")
-    if engine == "dataframe":
-        comps, rounds = _pointer_jumping(nodes, chain_edges)
-    elif engine == "graphframes":
-        comps, rounds = _graphframes(nodes, chain_edges, settings)
-    else:
-        raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
-    return comps.withColumnRenamed("root", "chain_component"), rounds
+    roots, rounds = member_roots(chain_edges, settings)
+    comps = nodes.select("graph_id", "node_id").join(roots, ["graph_id", "node_id"], "left")
+    return comps.select("graph_id", "node_id", F.coalesce("root", "node_id").alias("chain_component")), rounds
+
+
+def walk_disagreements(operators: DataFrame, roots: DataFrame) -> DataFrame:
+    """Graphs whose chains, as the createChain walk built them (``chain_head_node_id`` of
+    each operator inside a JobVertex), are not exactly the connected components: one row
+    per such graph, with its numbers of chains both ways and of (chain, component) pairs.
+
+    Two partitions of the same nodes are equal iff every chain meets one component and
+    every component one chain, i.e. the three counts are equal.
+    """
+    inside = operators.where("in_vertex_operator_ids").select("graph_id", "node_id", "chain_head_node_id")
+    pairs = (
+        inside.join(roots, ["graph_id", "node_id"], "left")
+        .select("graph_id", "chain_head_node_id", F.coalesce("root", "node_id").alias("root"))
+        .distinct()
+    )
+    counts = pairs.groupBy("graph_id").agg(
+        F.count("*").alias("pairs"),
+        F.countDistinct("chain_head_node_id").alias("chains"),
+        F.countDistinct("root").alias("components"),
+    )
+    return counts.where((F.col("pairs") != F.col("chains")) | (F.col("pairs") != F.col("components")))

@@ -106,10 +106,11 @@ def _cut(df: DataFrame) -> DataFrame:
 def _veto_one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     """The yielding-rule vetoes of one graph (only the vetoed edges are returned)."""
     g = GraphArrays.build(nodes, edges)
-    veto = apply_yielding_rule(g, g.edges["chainable_local"].to_numpy(bool), g.edges["yield_sensitive"].to_numpy(bool))
-    out = g.edges.loc[veto, ["graph_id", "edge_idx"]].copy()
-    out["veto"] = True
-    return out
+    e = g.edges
+    veto = apply_yielding_rule(
+        g, np.asarray(e["chainable_local"], dtype=bool), np.asarray(e["yield_sensitive"], dtype=bool)
+    )
+    return pd.DataFrame({"graph_id": e["graph_id"][veto], "edge_idx": e["edge_idx"][veto], "veto": True})
 
 
 def final_edge_flags(nodes: DataFrame, flagged_edges: DataFrame) -> DataFrame:

@@ -80,6 +80,31 @@ OPERATOR_COLUMNS = [
     "flink_version",
 ]
 
+VERTEX_COLUMNS = [
+    "graph_id",
+    "jobvertex_id",
+    "head_node_id",
+    "name",
+    "parallelism",
+    "max_parallelism",
+    "slot_sharing_group",
+    "operator_ids",
+    "user_operator_ids",
+    "vertex_order",
+]
+JOB_EDGE_COLUMNS = [
+    "graph_id",
+    "source_jobvertex_id",
+    "target_jobvertex_id",
+    "source_node_id",
+    "target_node_id",
+    "ship_strategy",
+    "distribution_pattern",
+    "input_index",
+    "edge_idx",
+    "exchange_mode",
+]
+
 
 @dataclass
 class JobGraphParts:
@@ -120,29 +145,7 @@ def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buck
     kind = F.col("kind")
     return JobGraphParts(
         operators=result.where(kind == "operator").select(*OPERATOR_COLUMNS),
-        vertices=result.where(kind == "vertex").select(
-            "graph_id",
-            "jobvertex_id",
-            "head_node_id",
-            "name",
-            "parallelism",
-            "max_parallelism",
-            "slot_sharing_group",
-            "operator_ids",
-            "user_operator_ids",
-            "vertex_order",
-        ),
-        job_edges=result.where(kind == "job_edge").select(
-            "graph_id",
-            "source_jobvertex_id",
-            "target_jobvertex_id",
-            "source_node_id",
-            "target_node_id",
-            "ship_strategy",
-            "distribution_pattern",
-            "input_index",
-            "edge_idx",
-            "exchange_mode",
-        ),
+        vertices=result.where(kind == "vertex").select(*VERTEX_COLUMNS),
+        job_edges=result.where(kind == "job_edge").select(*JOB_EDGE_COLUMNS),
         errors=result.where(kind == "error").select("graph_id", "error_code", "message"),
     )

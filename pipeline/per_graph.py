@@ -29,6 +29,31 @@ def bucket_count(graphs: int) -> int:
     return max(4, -(-graphs // GRAPHS_PER_BUCKET))
 
 
+def cogroup_buckets(
+    left: DataFrame,
+    right: DataFrame,
+    fn: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame],
+    schema: T.StructType,
+    buckets: int,
+) -> DataFrame:
+    """``fn(left_rows, right_rows)`` once per bucket of graphs, both sides of the same graphs."""
+
+    def run_bucket(lpdf: pd.DataFrame, rpdf: pd.DataFrame) -> pd.DataFrame:
+        lpdf = lpdf.drop(columns=[_BUCKET])
+        rpdf = rpdf.drop(columns=[_BUCKET]) if _BUCKET in rpdf else rpdf
+        if not len(lpdf):
+            return pd.DataFrame({c: [] for c in schema.fieldNames()})
+        return fn(lpdf, rpdf)
+
+    key = F.pmod(F.xxhash64("graph_id"), F.lit(buckets))
+    return (
+        left.withColumn(_BUCKET, key)
+        .groupBy(_BUCKET)
+        .cogroup(right.withColumn(_BUCKET, key).groupBy(_BUCKET))
+        .applyInPandas(run_bucket, schema)
+    )
+
+
 def cogroup_per_graph(
     left: DataFrame,
     right: DataFrame,
@@ -41,26 +66,16 @@ def cogroup_per_graph(
     columns = schema.fieldNames()
     right_columns = [c for c in right.columns]
 
-    def run_bucket(lpdf: pd.DataFrame, rpdf: pd.DataFrame) -> pd.DataFrame:
-        lpdf = lpdf.drop(columns=[_BUCKET])
-        rpdf = rpdf.drop(columns=[_BUCKET]) if _BUCKET in rpdf else rpdf
+    def run_graphs(lpdf: pd.DataFrame, rpdf: pd.DataFrame) -> pd.DataFrame:
         by_graph = {gid: part for gid, part in rpdf.groupby("graph_id", sort=False)}
         empty = pd.DataFrame({c: pd.Series(dtype=rpdf[c].dtype if c in rpdf else object) for c in right_columns})
         outs = [
             fn(part.reset_index(drop=True), by_graph.get(gid, empty).reset_index(drop=True))
             for gid, part in lpdf.groupby("graph_id", sort=False)
         ]
-        if not outs:
-            return pd.DataFrame({c: [] for c in columns})
         return _align_kinds(outs, schema)[columns]
 
-    key = F.pmod(F.xxhash64("graph_id"), F.lit(buckets))
-    return (
-        left.withColumn(_BUCKET, key)
-        .groupBy(_BUCKET)
-        .cogroup(right.withColumn(_BUCKET, key).groupBy(_BUCKET))
-        .applyInPandas(run_bucket, schema)
-    )
+    return cogroup_buckets(left, right, run_graphs, schema, buckets)
 
 
 def _align_kinds(outs: list[RowsByKind], schema: T.StructType) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.spec_contract import ContractError, parse_graph
+from pipeline.spec_contract import ContractError, ParsedGraph, parse_graph
 
 RECORD_SCHEMA = T.StructType(
     [
@@ -76,33 +76,38 @@ def _unparseable_id(text: str, source_file: str) -> str:
     return f"unparseable:{source_file.rsplit('/', 1)[-1]}:{digest}"
 
 
-def records_for_text(text: str, source_file: str) -> list[dict]:
-    """All records of one graph's JSON text: its rows, or a single error row."""
+def parse_text(text: str, source_file: str) -> ParsedGraph | dict:
+    """One graph's JSON text, contract-checked: a :class:`ParsedGraph`, or its error row."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
-        return [
-            {
-                "kind": "error",
-                "graph_id": _unparseable_id(text, source_file),
-                "source_file": source_file,
-                "error_code": "INVALID_JSON",
-                "message": f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            }
-        ]
+        return {
+            "kind": "error",
+            "graph_id": _unparseable_id(text, source_file),
+            "source_file": source_file,
+            "error_code": "INVALID_JSON",
+            "message": f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
+        }
     try:
-        pg = parse_graph(obj)
+        return parse_graph(obj)
     except ContractError as e:
         gid = obj.get("graph_id") if isinstance(obj, dict) else None
         gid = gid if isinstance(gid, str) and gid else _unparseable_id(text, source_file)
-        return [{"kind": "error", "graph_id": gid, "source_file": source_file, "error_code": e.code, "message": str(e)}]
+        return {"kind": "error", "graph_id": gid, "source_file": source_file, "error_code": e.code, "message": str(e)}
+
+
+def records_for_text(text: str, source_file: str) -> list[dict]:
+    """All records of one graph's JSON text: its rows, or a single error row."""
+    pg = parse_text(text, source_file)
+    if isinstance(pg, dict):
+        return [pg]
     out = [{"kind": "graph", "source_file": source_file, **pg.graph}]
     out.extend({"kind": "node", **n} for n in pg.nodes)
     out.extend({"kind": "edge", **e} for e in pg.edges)
     return out
 
 
-def _texts_of(value: str, whole_file: bool) -> list[str]:
+def texts_of(value: str, whole_file: bool) -> list[str]:
     if not whole_file:
         return [value] if value.strip() else []
     stripped = value.strip()
@@ -119,7 +124,7 @@ def _parse_partition(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     for batch in batches:
         rows: list[dict] = []
         for value, source_file, whole in zip(batch["value"], batch["source_file"], batch["whole_file"], strict=False):
-            for text in _texts_of(value, bool(whole)):
+            for text in texts_of(value, bool(whole)):
                 rows.extend(records_for_text(text, source_file))
         frame = pd.DataFrame(rows, columns=_COLUMNS)
         frame["source_id_order"] = frame["source_id_order"].astype(object).where(frame["source_id_order"].notna(), None)
@@ -135,8 +140,8 @@ def _exists(spark: SparkSession, path: str) -> bool:
     return bool(fs.exists(hpath))
 
 
-def read_records(spark: SparkSession, path: str) -> DataFrame:
-    """Parsed records of every graph under ``path`` (a file or a folder)."""
+def read_texts(spark: SparkSession, path: str) -> DataFrame:
+    """(value, source_file, whole_file) rows: a JSON Lines line, or a whole ``.json`` file."""
     if not _exists(spark, path):
         raise InputError(f"input path {path} does not exist")
     frames = []
@@ -154,4 +159,9 @@ def read_records(spark: SparkSession, path: str) -> DataFrame:
     texts = frames[0]
     for f in frames[1:]:
         texts = texts.unionByName(f)
-    return texts.mapInPandas(_parse_partition, RECORD_SCHEMA).localCheckpoint(eager=True)
+    return texts
+
+
+def read_records(spark: SparkSession, path: str) -> DataFrame:
+    """Parsed records of every graph under ``path`` (a file or a folder)."""
+    return read_texts(spark, path).mapInPandas(_parse_partition, RECORD_SCHEMA).localCheckpoint(eager=True)

@@ -14,7 +14,19 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline import chainability, chains, delta_sink, hashing, job_graph, per_graph, read_spec, stream_tables, validate
+from pipeline import (
+    chainability,
+    chains,
+    delta_sink,
+    fused,
+    hashing,
+    job_graph,
+    per_graph,
+    read_spec,
+    stream_tables,
+    validate,
+)
+from pipeline.session import SetupError
 from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
 
 T = TypeVar("T")
@@ -32,6 +44,8 @@ class RunSummary:
     hash_layers_max: int = 0
     chain_rounds: int = 0
     chains_engine: str = ""
+    executor: str = ""
+    udf_cpu_seconds: dict[str, float] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors_by_code: dict[str, int] = field(default_factory=dict)
 
@@ -101,8 +115,121 @@ def compute(
     settings: dict[str, Any],
     progress: Progress | None = None,
 ) -> RunSummary:
+    """Every output table for the graphs under ``input_path``, by the executor that
+    ``pipeline.executor`` names (``conf/pipeline.json`` says which is faster, and when)."""
     progress = progress or Progress()
-    summary = RunSummary()
+    executor = settings.get("pipeline", {}).get("executor", "fused")
+    if executor == "fused":
+        return _compute_fused(spark, input_path, output, settings, progress)
+    if executor == "staged":
+        return _compute_staged(spark, input_path, output, settings, progress)
+    raise SetupError(f"unknown pipeline.executor {executor!r}; use fused or staged")
+
+
+def _compute_fused(
+    spark: SparkSession, input_path: str, output: str, settings: dict[str, Any], progress: Progress
+) -> RunSummary:
+    """Read to JobGraph rows in one Spark stage (:mod:`pipeline.fused`), then connected
+    components over the chainable edges as the check of every chain, then Delta."""
+    summary = RunSummary(executor="fused")
+
+    def all_rows() -> DataFrame:
+        if delta_sink.is_delta_folder(spark, input_path):
+            tables = load_stream_tables(spark, input_path)
+            graphs = tables.graphs.count() + tables.errors.count()
+            rows = fused.rows_from_tables(tables, per_graph.bucket_count(graphs))
+        else:
+            rows = fused.rows_from_texts(read_spec.read_texts(spark, input_path))
+        return rows.localCheckpoint(eager=True)
+
+    rows = _timed(summary, progress, "read+compute", all_rows)
+    kind = F.col("kind")
+    graph_rows = rows.where(kind == "graph").select("graph_id", "source_file", "node_count")
+    totals = graph_rows.agg(F.countDistinct("graph_id"), F.sum("node_count")).first()
+    summary.graphs_in, summary.stream_nodes = int(totals[0]), int(totals[1] or 0)
+    levels = rows.where(kind == "stats").agg(F.max("bfs_levels"), F.max("hash_layers")).first()
+    summary.bfs_levels_max, summary.hash_layers_max = int(levels[0] or 0), int(levels[1] or 0)
+    summary.udf_cpu_seconds = {
+        r["step"]: round(r["s"], 3)
+        for r in rows.where(kind == "timing").groupBy("step").agg(F.sum("cpu_seconds").alias("s")).collect()
+    }
+    progress.say(
+        f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; CPU seconds in the per-graph steps: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in summary.udf_cpu_seconds.items())
+    )
+
+    def check_chains() -> DataFrame:
+        chain_edges = rows.where(kind == "chain_edge").select(
+            "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
+        )
+        roots, summary.chain_rounds = chains.member_roots(chain_edges, settings)
+        summary.chains_engine = settings["chains"]["engine"]
+        disagree = chains.walk_disagreements(rows.where(kind == "operator"), roots).localCheckpoint(eager=True)
+        return disagree.select(
+            "graph_id",
+            F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
+            F.format_string(
+                "internal error: the createChain walk built %d chains but connected components found %d "
+                "(%d chain/component pairs); please report this graph",
+                "chains",
+                "components",
+                "pairs",
+            ).alias("message"),
+        )
+
+    chain_errors = _timed(summary, progress, "chains", check_chains)
+    dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
+    errors = rows.where(kind == "error").select(*ERROR_COLUMNS)
+    rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
+    if rejected:  # never, unless input ids repeat or the two chain computations disagree
+        out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
+        rows = rows.join(out, "graph_id", "left_anti")
+        chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
+        errors = rows.where(kind == "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))
+        errors = errors.unionByName(
+            chain_errors.join(dupes.select("graph_id"), "graph_id", "left_anti").select(*ERROR_COLUMNS)
+        )
+        errors = errors.localCheckpoint(eager=True)
+
+    operators = rows.where(kind == "operator").select(*job_graph.OPERATOR_COLUMNS)
+    vertices = rows.where(kind == "vertex").select(*job_graph.VERTEX_COLUMNS)
+    job_edges = rows.where(kind == "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
+    run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
+    _timed(
+        summary,
+        progress,
+        "delta write",
+        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
+    )
+    _count_outputs(summary, vertices, job_edges, errors)
+    return summary
+
+
+def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids) -> None:
+    for name, df in (
+        ("operators", operators),
+        ("job_vertices", vertices),
+        ("job_edges", job_edges),
+        ("graph_errors", errors),
+    ):
+        delta_sink.replace_graphs(spark, output, name, df, run_ids)
+
+
+def _count_outputs(summary: RunSummary, vertices: DataFrame, job_edges: DataFrame, errors: DataFrame) -> None:
+    summary.graphs_rejected = errors.count()
+    summary.graphs_processed = summary.graphs_in - summary.graphs_rejected
+    summary.job_vertices = vertices.count()
+    summary.job_edges = job_edges.count()
+    summary.errors_by_code = {
+        r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()
+    }
+
+
+def _compute_staged(
+    spark: SparkSession, input_path: str, output: str, settings: dict[str, Any], progress: Progress
+) -> RunSummary:
+    """One Spark stage per step of the data flow (the hashing one by ``hashing.executor``)."""
+    summary = RunSummary(executor="staged")
     tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
     summary.graphs_in = tables.graphs.count() + tables.errors.count()
     summary.stream_nodes = tables.nodes.count()
@@ -170,21 +297,11 @@ def compute(
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
     run_ids = run_ids.localCheckpoint(eager=True)
 
-    def write_all() -> None:
-        for name, df in (
-            ("operators", operators),
-            ("job_vertices", vertices),
-            ("job_edges", job_edges),
-            ("graph_errors", errors),
-        ):
-            delta_sink.replace_graphs(spark, output, name, df, run_ids)
-
-    _timed(summary, progress, "delta write", write_all)
-    summary.graphs_rejected = errors.count()
-    summary.graphs_processed = summary.graphs_in - summary.graphs_rejected
-    summary.job_vertices = vertices.count()
-    summary.job_edges = job_edges.count()
-    summary.errors_by_code = {
-        r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()
-    }
+    _timed(
+        summary,
+        progress,
+        "delta write",
+        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
+    )
+    _count_outputs(summary, vertices, job_edges, errors)
     return summary

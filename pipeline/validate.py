@@ -8,19 +8,21 @@ so each input graph still ends in exactly one output.
 
 from __future__ import annotations
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
 
 
-def reject_duplicate_graph_ids(tables: StreamTables) -> StreamTables:
-    ids = tables.graphs.select("graph_id", "source_file").unionByName(tables.errors.select("graph_id", "source_file"))
+def duplicate_id_errors(ids: DataFrame) -> DataFrame:
+    """One DUPLICATE_GRAPH_ID error row per graph_id that occurs more than once in ``ids``
+    (graph_id, source_file: one row per input graph)."""
     dupes = (
         ids.groupBy("graph_id")
         .agg(F.count("*").alias("copies"), F.array_sort(F.collect_set("source_file")).alias("files"))
         .where(F.col("copies") > 1)
     )
-    dupe_errors = dupes.select(
+    return dupes.select(
         "graph_id",
         F.lit("DUPLICATE_GRAPH_ID").alias("error_code"),
         F.format_string(
@@ -30,9 +32,14 @@ def reject_duplicate_graph_ids(tables: StreamTables) -> StreamTables:
         ).alias("message"),
         F.element_at(F.col("files"), 1).alias("source_file"),
     )
-    if not dupes.take(1):  # the common case: nothing to take out, no extra joins
+
+
+def reject_duplicate_graph_ids(tables: StreamTables) -> StreamTables:
+    ids = tables.graphs.select("graph_id", "source_file").unionByName(tables.errors.select("graph_id", "source_file"))
+    dupe_errors = duplicate_id_errors(ids).localCheckpoint(eager=True)
+    if not dupe_errors.take(1):  # the common case: nothing to take out, no extra joins
         return tables
-    keep = dupes.select("graph_id")
+    keep = dupe_errors.select("graph_id")
     return StreamTables(
         graphs=tables.graphs.join(keep, "graph_id", "left_anti"),
         nodes=tables.nodes.join(keep, "graph_id", "left_anti"),

@@ -72,8 +72,8 @@ def levelwise_positions(
 
 
 def _check_levelwise(g: GraphArrays) -> None:
-    has_uid = g.nodes["uid"].notna().to_numpy()
-    is_source = g.nodes["is_source"].to_numpy(bool)
+    has_uid = pd.notna(g.nodes["uid"])
+    is_source = np.asarray(g.nodes["is_source"], dtype=bool)
     position, level, sizes = levelwise_positions(g, has_uid, is_source)
     try:
         ref = traversal_positions(g, has_uid, is_source)

@@ -46,8 +46,8 @@ def chained_source_targets(
     """FLIP-27 sources that run as chain-index-0 inputs of a HEAD_WITH_SOURCES operator."""
     if not enabled:
         return {}
-    kinds = g.nodes["source_kind"].to_numpy(object)
-    strategies = g.nodes["chaining_strategy"].to_numpy(object)
+    kinds = np.asarray(g.nodes["source_kind"], dtype=object)
+    strategies = np.asarray(g.nodes["chaining_strategy"], dtype=object)
     out: dict[int, int] = {}
     for s in np.flatnonzero(is_source).tolist():
         if kinds[s] != "FLIP27" or len(g.out_edges[s]) != 1:
@@ -93,7 +93,7 @@ def walk_chains(
     (FLINK-32680 fixed) or "all_in_job" (the 1.12-1.17.1 bug: every chain head lists every
     chained source of the job)."""
     n = g.n
-    names = g.nodes["name"].to_numpy(object)
+    names = np.asarray(g.nodes["name"], dtype=object)
     walk = ChainWalk(
         vertex_of=np.full(n, -1, dtype=np.int64),
         chain_index=np.zeros(n, dtype=np.int64),

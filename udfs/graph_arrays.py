@@ -5,6 +5,10 @@ edge-creation order. The spec lists edges in that creation order (``edge_idx``),
 stable sort by ``edge_idx`` rebuilds both lists exactly. Nodes are addressed by their
 position in ``node_ids`` (sorted), never by the Flink id, so negative ids (1.x
 iterations) need no special case.
+
+Columns are kept as plain numpy arrays, not pandas frames: the steps run once per graph,
+and for graphs of a hundred nodes pandas' per-call overhead was most of the cost
+(``bench/results/profile-*``).
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+Columns = dict[str, np.ndarray]
+
 
 @dataclass
 class GraphArrays:
     node_ids: np.ndarray  # int64, sorted ascending
-    nodes: pd.DataFrame  # one row per node, aligned with node_ids
-    edges: pd.DataFrame  # one row per edge, in spec (creation) order
+    nodes: Columns  # one entry per node, aligned with node_ids
+    edges: Columns  # one entry per edge, in spec (creation) order
     src: np.ndarray  # node position of each edge's source
     dst: np.ndarray  # node position of each edge's target
     out_edges: list[list[int]]  # per node: edge positions, in creation order
@@ -31,11 +37,24 @@ class GraphArrays:
 
     @classmethod
     def build(cls, nodes: pd.DataFrame, edges: pd.DataFrame) -> GraphArrays:
-        nodes = nodes.sort_values("node_id", kind="stable").reset_index(drop=True)
-        edges = edges.sort_values("edge_idx", kind="stable").reset_index(drop=True)
-        node_ids = nodes["node_id"].to_numpy(dtype=np.int64)
-        src = np.searchsorted(node_ids, edges["source"].to_numpy(dtype=np.int64))
-        dst = np.searchsorted(node_ids, edges["target"].to_numpy(dtype=np.int64))
+        return cls.from_columns(
+            {c: nodes[c].to_numpy() for c in nodes.columns}, {c: edges[c].to_numpy() for c in edges.columns}
+        )
+
+    @classmethod
+    def from_columns(cls, nodes: Columns, edges: Columns) -> GraphArrays:
+        node_ids = nodes["node_id"].astype(np.int64)
+        if len(node_ids) > 1 and (np.diff(node_ids) <= 0).any():
+            order = np.argsort(node_ids, kind="stable")
+            nodes = {c: v[order] for c, v in nodes.items()}
+            node_ids = node_ids[order]
+        if "edge_idx" in edges:
+            idx = edges["edge_idx"].astype(np.int64)
+            if len(idx) > 1 and (np.diff(idx) <= 0).any():
+                order = np.argsort(idx, kind="stable")
+                edges = {c: v[order] for c, v in edges.items()}
+        src = np.searchsorted(node_ids, edges["source"].astype(np.int64))
+        dst = np.searchsorted(node_ids, edges["target"].astype(np.int64))
         out_edges: list[list[int]] = [[] for _ in range(len(node_ids))]
         in_edges: list[list[int]] = [[] for _ in range(len(node_ids))]
         for e, (s, t) in enumerate(zip(src.tolist(), dst.tolist(), strict=False)):

@@ -13,7 +13,7 @@ import pandas as pd
 from pipeline.profiles import load_profile
 from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
 from udfs.chaining_rules import NODE_RULE_ATTRS
-from udfs.graph_arrays import GraphArrays
+from udfs.graph_arrays import Columns, GraphArrays
 from udfs.hash_layers import check_uid_collisions, propagate_hashes, traversal_positions
 from udfs.murmur3 import to_hex
 from udfs.yielding_rule import apply_yielding_rule
@@ -35,65 +35,64 @@ def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFram
     return df.merge(g, on="graph_id").sort_values(["graph_id", "edge_idx"]).reset_index(drop=True)
 
 
-def hash_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def hash_arrays(g: GraphArrays) -> tuple[Columns, Columns, dict]:
     """Yielding rule, traversal order and layer-by-layer hashes for one graph.
 
-    ``edges`` carries the rule flags of :mod:`udfs.chaining_rules`. Returns node rows
-    (operator_id, user_operator_id, hash position/level), edge rows (final chainable
-    flags) and superstep statistics.
+    ``g.edges`` carries the rule flags of :mod:`udfs.chaining_rules`. Returns node columns
+    (operator_id, hash_source, hash position/level, aligned with ``g.node_ids``), edge
+    columns (final chainable flags, in spec order) and superstep statistics.
     """
-    g = GraphArrays.build(nodes, edges)
     e = g.edges
-    yield_sensitive = e["yield_sensitive"].to_numpy(bool)
-    chainable_local = e["chainable_local"].to_numpy(bool)
+    yield_sensitive = np.asarray(e["yield_sensitive"], dtype=bool)
+    chainable_local = np.asarray(e["chainable_local"], dtype=bool)
     veto = apply_yielding_rule(g, chainable_local, yield_sensitive)
     chainable = chainable_local & ~veto
-    chainable_input = e["chainable_input"].to_numpy(bool) & ~veto
-    hasher_chainable = e["hasher_chainable_local"].to_numpy(bool) & ~veto
+    chainable_input = np.asarray(e["chainable_input"], dtype=bool) & ~veto
+    hasher_chainable = np.asarray(e["hasher_chainable_local"], dtype=bool) & ~veto
 
     uids = g.nodes["uid"].tolist()
-    has_uid = g.nodes["uid"].notna().to_numpy()
-    is_source = g.nodes["is_source"].to_numpy(bool)
+    has_uid = pd.notna(g.nodes["uid"])
+    is_source = np.asarray(g.nodes["is_source"], dtype=bool)
     trav = traversal_positions(g, has_uid, is_source)
     chainable_outs = np.bincount(g.src[hasher_chainable], minlength=g.n)
     hashes, layers = propagate_hashes(g, has_uid, uids, trav.position, chainable_outs)
     check_uid_collisions(hashes, has_uid, trav.position, uids)
 
-    node_out = pd.DataFrame(
-        {
-            "graph_id": g.nodes["graph_id"].to_numpy(object),
-            "node_id": g.node_ids,
-            "operator_id": to_hex(hashes),
-            "hash_source": np.where(has_uid, "uid", "generated"),
-            "hash_position": trav.position,
-            "hash_level": trav.level,
-        }
-    )
-    edge_out = pd.DataFrame(
-        {
-            "graph_id": e["graph_id"].to_numpy(object),
-            "edge_idx": e["edge_idx"].to_numpy(np.int64),
-            "chainable": chainable,
-            "chainable_input": chainable_input,
-        }
-    )
+    node_out = {
+        "operator_id": np.array(to_hex(hashes), dtype=object),
+        "hash_source": np.where(has_uid, "uid", "generated").astype(object),
+        "hash_position": trav.position,
+        "hash_level": trav.level,
+    }
+    edge_out = {"chainable": chainable, "chainable_input": chainable_input}
     stats = {"bfs_levels": len(trav.frontier_sizes), "frontier_sizes": trav.frontier_sizes, "hash_layers": layers}
     return node_out, edge_out, stats
 
 
-def build_job_graph(
-    nodes: pd.DataFrame, edges: pd.DataFrame, graph: dict
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def hash_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """:func:`hash_arrays` for one graph given as frames, with graph_id/node_id/edge_idx keys."""
+    g = GraphArrays.build(nodes, edges)
+    node_out, edge_out, stats = hash_arrays(g)
+    nodes_df = pd.DataFrame({"graph_id": g.nodes["graph_id"], "node_id": g.node_ids, **node_out})
+    edges_df = pd.DataFrame(
+        {"graph_id": g.edges["graph_id"], "edge_idx": g.edges["edge_idx"].astype(np.int64), **edge_out}
+    )
+    return nodes_df, edges_df, stats
+
+
+def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Columns]:
     """createChain order, chained names, operator lists and job edges for one graph.
 
-    ``nodes`` carries operator_id and chain_component (from connected components);
-    ``edges`` carries the final ``chainable``/``chainable_input`` flags.
+    ``g.nodes`` carries operator_id (and chain_component when checked against connected
+    components); ``g.edges`` the final ``chainable``/``chainable_input`` flags. Columns
+    carry no graph_id: the caller knows it.
     """
     profile = load_profile(graph["flink_version"])
-    g = GraphArrays.build(nodes, edges)
-    chainable = g.edges["chainable"].to_numpy(bool)
-    is_source = g.nodes["is_source"].to_numpy(bool)
-    chained = chained_source_targets(g, is_source, g.edges["chainable_input"].to_numpy(bool), profile.chained_sources)
+    chainable = np.asarray(g.edges["chainable"], dtype=bool)
+    is_source = np.asarray(g.nodes["is_source"], dtype=bool)
+    chained = chained_source_targets(
+        g, is_source, np.asarray(g.edges["chainable_input"], dtype=bool), profile.chained_sources
+    )
     walk = walk_chains(
         g,
         chainable,
@@ -106,66 +105,65 @@ def build_job_graph(
     )
     _check_components(g, walk)
 
-    op_ids = g.nodes["operator_id"].to_numpy(object)
-    user_ids = g.nodes["uid_hash"].to_numpy(object)
-    graph_id = graph["graph_id"]
+    op_ids = np.asarray(g.nodes["operator_id"], dtype=object)
+    user_ids = np.asarray(g.nodes["uid_hash"], dtype=object)
     heads = walk.vertex_of
-    operators = pd.DataFrame(
-        {
-            "graph_id": graph_id,
-            "node_id": g.node_ids,
-            "name": g.nodes["name"].to_numpy(object),
-            "uid": g.nodes["uid"].to_numpy(object),
-            "operator_id": op_ids,
-            "user_operator_id": user_ids,
-            "jobvertex_id": op_ids[heads],
-            "chain_head_node_id": g.node_ids[heads],
-            "chain_index": walk.chain_index,
-            "is_chain_head": walk.is_chain_head,
-            "is_chain_end": walk.is_chain_end,
-            "in_vertex_operator_ids": walk.in_vertex_operator_ids,
-        }
-    )
+    operators = {
+        "node_id": g.node_ids,
+        "name": g.nodes["name"],
+        "uid": g.nodes["uid"],
+        "operator_id": op_ids,
+        "user_operator_id": user_ids,
+        "jobvertex_id": op_ids[heads],
+        "chain_head_node_id": g.node_ids[heads],
+        "chain_index": walk.chain_index,
+        "is_chain_head": walk.is_chain_head,
+        "is_chain_end": walk.is_chain_end,
+        "in_vertex_operator_ids": walk.in_vertex_operator_ids,
+    }
     vh = np.asarray(walk.vertex_heads, dtype=np.int64)
-    vertices = pd.DataFrame(
-        {
-            "graph_id": graph_id,
-            "vertex_order": np.arange(len(vh), dtype=np.int64),
-            "jobvertex_id": op_ids[vh],
-            "head_node_id": g.node_ids[vh],
-            "name": [walk.vertex_names[h] for h in walk.vertex_heads],
-            "parallelism": g.nodes["parallelism"].to_numpy()[vh],
-            "max_parallelism": g.nodes["max_parallelism"].to_numpy()[vh],
-            "slot_sharing_group": g.nodes["slot_sharing_group"].to_numpy(object)[vh],
-            "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
-            "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
-        }
-    )
+    vertices = {
+        "vertex_order": np.arange(len(vh), dtype=np.int64),
+        "jobvertex_id": op_ids[vh],
+        "head_node_id": g.node_ids[vh],
+        "name": np.array([walk.vertex_names[h] for h in walk.vertex_heads], dtype=object),
+        "parallelism": np.asarray(g.nodes["parallelism"])[vh],
+        "max_parallelism": np.asarray(g.nodes["max_parallelism"])[vh],
+        "slot_sharing_group": np.asarray(g.nodes["slot_sharing_group"], dtype=object)[vh],
+        "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
+        "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
+    }
     je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
     src_v, dst_v, eidx, inputs = je[:, 0], je[:, 1], je[:, 2], je[:, 3]
-    partitioners = g.edges["partitioner"].to_numpy(object)[eidx]
-    job_edges = pd.DataFrame(
-        {
-            "graph_id": graph_id,
-            "source_jobvertex_id": op_ids[src_v],
-            "target_jobvertex_id": op_ids[dst_v],
-            "source_node_id": g.node_ids[g.src[eidx]],
-            "target_node_id": g.node_ids[g.dst[eidx]],
-            "ship_strategy": partitioners,
-            "distribution_pattern": [distribution_pattern(p) for p in partitioners],
-            "input_index": inputs,
-            "edge_idx": g.edges["edge_idx"].to_numpy(np.int64)[eidx],
-            "exchange_mode": g.edges["exchange_mode"].to_numpy(object)[eidx],
-        }
-    )
+    partitioners = np.asarray(g.edges["partitioner"], dtype=object)[eidx]
+    job_edges = {
+        "source_jobvertex_id": op_ids[src_v],
+        "target_jobvertex_id": op_ids[dst_v],
+        "source_node_id": g.node_ids[g.src[eidx]],
+        "target_node_id": g.node_ids[g.dst[eidx]],
+        "ship_strategy": partitioners,
+        "distribution_pattern": np.array([distribution_pattern(p) for p in partitioners], dtype=object),
+        "input_index": inputs,
+        "edge_idx": np.asarray(g.edges["edge_idx"], dtype=np.int64)[eidx],
+        "exchange_mode": np.asarray(g.edges["exchange_mode"], dtype=object)[eidx],
+    }
     return operators, vertices, job_edges
+
+
+def build_job_graph(
+    nodes: pd.DataFrame, edges: pd.DataFrame, graph: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`job_graph_arrays` for one graph given as frames, each with a graph_id column."""
+    operators, vertices, job_edges = job_graph_arrays(GraphArrays.build(nodes, edges), graph)
+    gid = graph["graph_id"]
+    return tuple(pd.DataFrame({"graph_id": gid, **cols}) for cols in (operators, vertices, job_edges))
 
 
 def _check_components(g: GraphArrays, walk) -> None:
     """The walk's chains must be exactly the connected components found upstream."""
     if "chain_component" not in g.nodes:
         return
-    comp = g.nodes["chain_component"].to_numpy()
+    comp = np.asarray(g.nodes["chain_component"])
     members = walk.in_vertex_operator_ids  # chained sources join their vertex, not a component
     head_comp = comp[walk.vertex_of]
     bad = np.flatnonzero(members & (head_comp != comp))
@@ -184,7 +182,7 @@ def _as_list(value) -> list[int] | None:
     return [int(v) for v in value]
 
 
-def flink_rejection(graph: dict, vertices: pd.DataFrame, job_edges: pd.DataFrame) -> str | None:
+def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Columns | pd.DataFrame) -> str | None:
     """What ``createJobGraph`` throws for this graph after building it, if anything.
 
     Both checks look at the *job* edges only (a chained HYBRID edge is no result
@@ -192,7 +190,7 @@ def flink_rejection(graph: dict, vertices: pd.DataFrame, job_edges: pd.DataFrame
     when any vertex has a non-default slot sharing group (checked second).
     """
     profile = load_profile(graph["flink_version"])
-    hybrid = job_edges["exchange_mode"].isin(["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
+    hybrid = np.isin(np.asarray(job_edges["exchange_mode"], dtype=object), ["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
     if not hybrid:
         return None
     for check in profile.hybrid_checks:
@@ -201,7 +199,10 @@ def flink_rejection(graph: dict, vertices: pd.DataFrame, job_edges: pd.DataFrame
                 "java.lang.IllegalStateException: hybrid shuffle mode only supports batch job, "
                 "please set execution.runtime-mode to BATCH"
             )
-        if check == "default_slot_sharing_group" and (vertices["slot_sharing_group"] != "default").any():
+        if (
+            check == "default_slot_sharing_group"
+            and (np.asarray(vertices["slot_sharing_group"], dtype=object) != "default").any()
+        ):
             return (
                 "java.lang.IllegalStateException: hybrid shuffle mode currently does not support "
                 "setting non-default slot sharing group."

@@ -44,7 +44,9 @@ def fold_inputs(base: np.ndarray, inputs: list[np.ndarray]) -> np.ndarray:
 
 
 def to_hex(hashes: np.ndarray) -> list[str]:
-    return [bytes(row).hex() for row in hashes]
+    text = np.ascontiguousarray(hashes, dtype=np.uint8).tobytes().hex()
+    step = 2 * HASH_BYTES
+    return [text[i : i + step] for i in range(0, len(text), step)]
 
 
 def from_hex(values: list[str]) -> np.ndarray:

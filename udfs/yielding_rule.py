@@ -23,7 +23,7 @@ def apply_yielding_rule(
     veto = np.zeros(len(g.src), dtype=bool)
     if not yield_sensitive.any():
         return veto
-    is_legacy = (g.nodes["source_kind"] == "LEGACY").to_numpy()
+    is_legacy = np.asarray(g.nodes["source_kind"], dtype=object) == "LEGACY"
     head_legacy: dict[int, bool] = {}
 
     def legacy_head(node: int) -> bool:

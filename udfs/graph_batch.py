@@ -1,0 +1,167 @@
+"""Every per-graph step for a batch of graphs, with pandas at the batch level only.
+
+The fused pipeline (:mod:`pipeline.fused`) hands one Arrow batch of graphs -- hundreds
+of them -- to :func:`compute_batch`. Work that is the same for every edge (the local
+chaining rules of :mod:`udfs.chaining_rules`) runs once over the whole batch, vectorised.
+The rest is per graph and runs on plain numpy arrays (:class:`GraphArrays`): the
+yielding rule, the hasher's traversal and layer-by-layer hashes
+(:mod:`udfs.hash_layers`), and the ``createChain`` walk (:mod:`udfs.chain_builder`).
+No pandas object is built per graph: for graphs of a hundred nodes its fixed cost per
+call was most of the time (bench/results/profile-*).
+
+The rows come back by kind (``operator``, ``vertex``, ``job_edge``, ``chain_edge``,
+``stats``, ``graph``, ``error``, ``timing``), each a dict of columns; the caller turns
+them into one frame of its output schema.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from itertools import chain
+
+import numpy as np
+import pandas as pd
+
+from udfs.chaining_rules import evaluate_edge_rules
+from udfs.graph_arrays import Columns, GraphArrays
+from udfs.graph_steps import edge_rule_rows, flink_rejection, hash_arrays, job_graph_arrays
+from udfs.hash_layers import HashingError
+
+NODE_INPUT_COLUMNS = (
+    "graph_id",
+    "node_id",
+    "name",
+    "uid",
+    "uid_hash",
+    "parallelism",
+    "max_parallelism",
+    "chaining_strategy",
+    "slot_sharing_group",
+    "is_source",
+    "source_kind",
+    "yielding",
+    "has_operator",
+)
+EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number")
+FLAG_COLUMNS = ("chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive")
+
+# CPU seconds per step of the batch, reported as ``timing`` rows (the Spark stage that
+# runs this is one stage, so its wall time alone would not say where the time goes).
+STEPS = ("parse+validate", "chainability", "hashing", "vertices+edges")
+BatchRows = dict[str, list[Columns]]
+
+
+class StepClock:
+    """CPU seconds spent per named step, summed over calls."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(STEPS, 0.0)
+
+    def add(self, step: str, since: float) -> float:
+        now = time.process_time()
+        self.seconds[step] += now - since
+        return now
+
+    def rows(self) -> Columns:
+        return {
+            "step": np.array(list(self.seconds), dtype=object),
+            "cpu_seconds": np.array(list(self.seconds.values())),
+        }
+
+
+def _ranges(keys: np.ndarray) -> dict[str, tuple[int, int]]:
+    """Start and end of each run of equal keys in a sorted array."""
+    if not len(keys):
+        return {}
+    cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [len(keys)]))
+    return {k: (int(s), int(e)) for k, s, e in zip(keys[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)}
+
+
+def compute_batch(
+    graphs: pd.DataFrame, nodes: pd.DataFrame, edges: pd.DataFrame, clock: StepClock | None = None
+) -> BatchRows:
+    """All output rows of a batch of contract-checked graphs (``graphs`` one row each,
+    with source_file; ``nodes``/``edges`` their stream-table rows, in any order)."""
+    clock = clock or StepClock()
+    t = time.process_time()
+    rule_rows = edge_rule_rows(nodes, edges, graphs)  # sorted by graph_id, edge_idx
+    flags = evaluate_edge_rules(rule_rows)
+    ecols: Columns = {c: rule_rows[c].to_numpy() for c in EDGE_INPUT_COLUMNS}
+    ecols.update({c: flags[c].to_numpy(bool) for c in FLAG_COLUMNS})
+    ordered = nodes.sort_values(["graph_id", "node_id"], kind="stable")
+    ncols: Columns = {c: ordered[c].to_numpy() for c in NODE_INPUT_COLUMNS}
+    node_ranges = _ranges(ncols["graph_id"])
+    edge_ranges = _ranges(ecols["graph_id"])
+    t = clock.add("chainability", t)
+
+    out: BatchRows = {}
+    for graph in graphs.to_dict("records"):
+        gid = graph["graph_id"]
+        a, b = node_ranges.get(gid, (0, 0))
+        c, d = edge_ranges.get(gid, (0, 0))
+        g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
+        for kind, cols in graph_rows(g, graph, clock).items():
+            n = len(next(iter(cols.values())))
+            cols["graph_id"] = np.full(n, gid, dtype=object)
+            out.setdefault(kind, []).append(cols)
+    return out
+
+
+def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Columns]:
+    """One graph's rows by kind (without graph_id); a rejected graph yields an error row."""
+    source_file = graph.get("source_file")
+    summary = {"source_file": [source_file], "node_count": [g.n]}
+    t = time.process_time()
+    try:
+        node_out, edge_out, stats = hash_arrays(g)
+    except HashingError as e:
+        clock.add("hashing", t)
+        return {"graph": summary, "error": _error(e.code, str(e), source_file)}
+    t = clock.add("hashing", t)
+    g.nodes.update(node_out)
+    g.edges.update(edge_out)
+    operators, vertices, job_edges = job_graph_arrays(g, graph)
+    rejection = flink_rejection(graph, vertices, job_edges)
+    clock.add("vertices+edges", t)
+    stats_row = {
+        "bfs_levels": [stats["bfs_levels"]],
+        "hash_layers": [stats["hash_layers"]],
+        "frontier_sizes": [list(stats["frontier_sizes"])],
+    }
+    if rejection is not None:
+        return {"graph": summary, "stats": stats_row, "error": _error("FLINK_REJECTED", rejection, source_file)}
+    operators["hash_source"] = node_out["hash_source"]
+    operators["hash_position"] = node_out["hash_position"]
+    operators["flink_version"] = np.full(g.n, graph["flink_version"], dtype=object)
+    chainable = edge_out["chainable"]
+    chain_edges = {"source_node_id": g.node_ids[g.src[chainable]], "target_node_id": g.node_ids[g.dst[chainable]]}
+    return {
+        "graph": summary,
+        "stats": stats_row,
+        "operator": operators,
+        "vertex": vertices,
+        "job_edge": job_edges,
+        "chain_edge": chain_edges,
+    }
+
+
+def _error(code: str, message: str, source_file: str | None) -> Columns:
+    return {"error_code": [code], "message": [message], "source_file": [source_file]}
+
+
+def concat_columns(parts: Iterable[Columns]) -> pd.DataFrame:
+    """One frame from many column dicts of the same keys (numpy arrays or lists)."""
+    parts = list(parts)
+    if not parts:
+        return pd.DataFrame()
+    out = {}
+    for key in parts[0]:
+        values = [p[key] for p in parts]
+        if all(isinstance(v, np.ndarray) for v in values):
+            out[key] = np.concatenate(values)
+        else:
+            out[key] = list(chain.from_iterable(values))
+    return pd.DataFrame(out)
