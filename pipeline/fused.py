@@ -12,7 +12,7 @@ connected components, which need all graphs' chainable edges at once.
 Output: one frame of :data:`FUSED_SCHEMA`, ``kind`` telling the row's table:
 ``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of
 connected components), ``graph`` (one per input graph text: id, file, node count),
-``stats`` (traversal statistics), ``error`` and ``timing`` (CPU seconds per step and batch).
+``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.job_graph import JOB_GRAPH_SCHEMA
-from pipeline.per_graph import align_to_schema, cogroup_buckets
+from pipeline.per_graph import cogroup_buckets, frame_for_schema
 from pipeline.read_spec import parse_text, texts_of
 from pipeline.stream_tables import GRAPH_COLUMNS, NODE_COLUMNS, StreamTables
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
@@ -41,23 +41,22 @@ FUSED_SCHEMA = T.StructType(
         T.StructField("hash_layers", T.IntegerType(), True),
         T.StructField("frontier_sizes", T.ArrayType(T.IntegerType()), True),
         T.StructField("step", T.StringType(), True),
-        T.StructField("cpu_seconds", T.DoubleType(), True),
+        T.StructField("worker_seconds", T.DoubleType(), True),
     ]
 )
 _ERROR_KEYS = ("graph_id", "error_code", "message", "source_file")
 
 
-def _frame(rows: BatchRows, clock: StepClock) -> pd.DataFrame:
-    parts = []
+def _frames(rows: BatchRows, clock: StepClock) -> Iterator[pd.DataFrame]:
+    """One frame per kind of row, each in the full output schema."""
     for kind, cols in rows.items():
         frame = concat_columns(cols)
         frame.insert(0, "kind", kind)
-        parts.append(frame)
+        yield frame_for_schema(frame, FUSED_SCHEMA)
     timing = pd.DataFrame(clock.rows())
     timing.insert(0, "kind", "timing")
     timing["graph_id"] = ""
-    parts.append(timing)
-    return align_to_schema(parts, FUSED_SCHEMA)
+    yield frame_for_schema(timing, FUSED_SCHEMA)
 
 
 def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -74,7 +73,7 @@ def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
 def _from_texts(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     for batch in batches:
         clock = StepClock()
-        t = time.process_time()
+        t = time.perf_counter()
         parsed, errors = [], []
         for value, source_file, whole in zip(batch["value"], batch["source_file"], batch["whole_file"], strict=True):
             for text in texts_of(value, bool(whole)):
@@ -91,7 +90,7 @@ def _from_texts(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             rows.setdefault("graph", []).append(
                 {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
             )
-        yield _frame(rows, clock)
+        yield from _frames(rows, clock)
 
 
 def rows_from_texts(texts: DataFrame) -> DataFrame:
@@ -110,7 +109,7 @@ def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
         clock = StepClock()
         graphs = nodes[["graph_id", *graph_cols]].drop_duplicates("graph_id").reset_index(drop=True)
         rows = compute_batch(graphs, nodes[node_cols], edges, clock) if len(graphs) else {}
-        return _frame(rows, clock)
+        return pd.concat(list(_frames(rows, clock)), ignore_index=True)
 
     computed = cogroup_buckets(left, tables.edges, run, FUSED_SCHEMA, buckets)
     passed = tables.errors.select(

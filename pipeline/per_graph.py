@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -104,3 +105,24 @@ def align_to_schema(parts: list[pd.DataFrame], schema: T.StructType) -> pd.DataF
         elif isinstance(f.dataType, T.ArrayType):
             out[f.name] = out[f.name].astype(object).where(out[f.name].notna(), None)
     return out
+
+
+def frame_for_schema(frame: pd.DataFrame, schema: T.StructType) -> pd.DataFrame:
+    """``frame`` with exactly ``schema``'s columns: its own converted only where Arrow needs
+    it, the missing ones as typed all-null columns. Per kind of row this is much cheaper than
+    :func:`align_to_schema`, whose concat turns every partly-missing int column into objects."""
+    n = len(frame)
+    out = {}
+    for f in schema.fields:
+        col = frame[f.name] if f.name in frame else None
+        if isinstance(f.dataType, T.IntegerType):
+            if col is None:
+                col = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+            elif not pd.api.types.is_integer_dtype(col.dtype):
+                col = col.astype("Int64")
+        elif isinstance(f.dataType, T.DoubleType):
+            col = np.full(n, np.nan) if col is None else col
+        elif col is None:
+            col = np.full(n, None, dtype=object)
+        out[f.name] = col
+    return pd.DataFrame(out, index=frame.index)

@@ -89,10 +89,15 @@ def load_profile(version: str) -> Profile:
 
 
 def supported_versions() -> list[str]:
+    return list(_supported_versions())
+
+
+@cache  # asked once per input graph; listing the folder each time was a tenth of parsing
+def _supported_versions() -> tuple[str, ...]:
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(p) for p in v.split("."))
 
-    return sorted((p.stem for p in PROFILE_DIR.glob("*.json")), key=key)
+    return tuple(sorted((p.stem for p in PROFILE_DIR.glob("*.json")), key=key))
 
 
 def newest_version() -> str:

@@ -45,7 +45,7 @@ class RunSummary:
     chain_rounds: int = 0
     chains_engine: str = ""
     executor: str = ""
-    udf_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    worker_seconds: dict[str, float] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors_by_code: dict[str, int] = field(default_factory=dict)
 
@@ -149,13 +149,13 @@ def _compute_fused(
     summary.graphs_in, summary.stream_nodes = int(totals[0]), int(totals[1] or 0)
     levels = rows.where(kind == "stats").agg(F.max("bfs_levels"), F.max("hash_layers")).first()
     summary.bfs_levels_max, summary.hash_layers_max = int(levels[0] or 0), int(levels[1] or 0)
-    summary.udf_cpu_seconds = {
+    summary.worker_seconds = {
         r["step"]: round(r["s"], 3)
-        for r in rows.where(kind == "timing").groupBy("step").agg(F.sum("cpu_seconds").alias("s")).collect()
+        for r in rows.where(kind == "timing").groupBy("step").agg(F.sum("worker_seconds").alias("s")).collect()
     }
     progress.say(
-        f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; CPU seconds in the per-graph steps: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in summary.udf_cpu_seconds.items())
+        f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; worker seconds per step: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in summary.worker_seconds.items())
     )
 
     def check_chains() -> DataFrame:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from pipeline.profiles import newest_version, supported_versions
@@ -55,12 +56,17 @@ def normalize_version(value: Any) -> str:
     if not m:
         raise ContractError("UNSUPPORTED_VERSION", f"flink_version {value!r} is not of the form major.minor")
     version = f"{int(m.group(1))}.{int(m.group(2))}"
-    if version not in supported_versions():
+    if version not in _supported_set():
         raise ContractError(
             "UNSUPPORTED_VERSION",
             f"flink_version {text} has no profile; supported: {', '.join(supported_versions())}",
         )
     return version
+
+
+@cache
+def _supported_set() -> frozenset[str]:
+    return frozenset(supported_versions())
 
 
 def _enum(value: Any, allowed: tuple[str, ...], what: str) -> str:
@@ -131,79 +137,21 @@ def parse_graph(obj: Any) -> ParsedGraph:
     edges = []
     in_degree: Counter[int] = Counter()
     for idx, e in enumerate(raw_edges):
-        where = f"edge #{idx}"
-        s = _int(_require(e, "source", where), f"{where} source")
-        t = _int(_require(e, "target", where), f"{where} target")
-        for end, nid in (("source", s), ("target", t)):
-            if nid not in known:
-                raise ContractError("DANGLING_EDGE", f"{where} ({s} -> {t}) has {end} {nid}, which is not a node")
-        tag = e.get("output_tag")
-        edges.append(
-            {
-                "graph_id": graph_id,
-                "edge_idx": idx,
-                "source": s,
-                "target": t,
-                "partitioner": _enum(e.get("partitioner", "FORWARD"), PARTITIONERS, f"{where} partitioner"),
-                "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
-                "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
-                "output_tag": None if tag is None else str(tag),
-            }
-        )
-        in_degree[t] += 1
+        row = _edge_row_fast(e, idx, known, graph_id)
+        if row is None:  # something unusual: the checked path names it (or accepts it)
+            row = _edge_row_checked(e, idx, known, graph_id)
+        edges.append(row)
+        in_degree[row["target"]] += 1
 
     nodes = []
     uids: Counter[str] = Counter()
     for n in raw_nodes:
-        nid = n["id"]
-        where = f"node {nid}"
-        name = _require(n, "name", where)
-        parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
-        if parallelism < 1:
-            raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
-        max_par = _int(
-            n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism"
-        )
-        is_source = _bool(n.get("is_source", in_degree[nid] == 0), f"{where} is_source")
-        if "source_kind" in n:
-            source_kind = n["source_kind"]
-            if source_kind is not None:
-                _enum(source_kind, SOURCE_KINDS, f"{where} source_kind")
-        else:
-            source_kind = "LEGACY" if is_source else None
-        has_operator = _bool(n.get("has_operator", True), f"{where} has_operator")
-        strategy = n.get("chaining_strategy")
-        if strategy is None and has_operator:
-            strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
-        if strategy is not None:
-            _enum(strategy, CHAINING_STRATEGIES, f"{where} chaining_strategy")
-        uid = n.get("uid")
-        if uid is not None:
-            uid = str(uid)
-            uids[uid] += 1
-        uid_hash = n.get("uid_hash")
-        if uid_hash is not None:
-            if not isinstance(uid_hash, str) or not UID_HASH_RE.match(uid_hash):
-                raise ContractError("BAD_UID_HASH", f"{where} uid_hash {uid_hash!r} is not 32 hex characters")
-            uid_hash = uid_hash.lower()
-        ssg = n.get("slot_sharing_group", "default")
-        nodes.append(
-            {
-                "graph_id": graph_id,
-                "node_id": nid,
-                "name": str(name),
-                "uid": uid,
-                "uid_hash": uid_hash,
-                "parallelism": parallelism,
-                "max_parallelism": max_par,
-                "chaining_strategy": strategy,
-                "slot_sharing_group": None if ssg is None else str(ssg),
-                "is_source": is_source,
-                "source_kind": source_kind,
-                "yielding": _bool(n.get("yielding", False), f"{where} yielding"),
-                "has_operator": has_operator,
-            }
-        )
+        row = _node_row_fast(n, in_degree, graph_id)
+        if row is None:
+            row = _node_row_checked(n, in_degree, graph_id)
+        if row["uid"] is not None:
+            uids[row["uid"]] += 1
+        nodes.append(row)
 
     dup_uids = sorted(u for u, c in uids.items() if c > 1)
     if dup_uids:
@@ -221,6 +169,169 @@ def parse_graph(obj: Any) -> ParsedGraph:
     source_ids = [nd["node_id"] for nd in nodes if nd["is_source"]]
     graph["source_id_order"] = _source_order(obj.get("source_id_order"), source_ids)
     return ParsedGraph(graph, nodes, edges)
+
+
+# The fast paths accept exactly the rows the checked paths accept, and build the same
+# dicts; anything else (a wrong type, an unknown enum, a missing field) goes to the
+# checked path, which raises the error that names it. Parsing is a third of the work
+# per node, and most of it was these checks' function calls (bench/results/profile-*).
+_PARTITIONER_SET = frozenset(PARTITIONERS)
+_EXCHANGE_SET = frozenset(EXCHANGE_MODES)
+_STRATEGY_SET = frozenset(CHAINING_STRATEGIES)
+_SOURCE_KIND_SET = frozenset(SOURCE_KINDS)
+
+
+def _edge_row_fast(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str, Any] | None:
+    if type(e) is not dict:
+        return None
+    get = e.get
+    s, t = get("source"), get("target")
+    if type(s) is not int or type(t) is not int or s not in known or t not in known:
+        return None
+    partitioner = get("partitioner", "FORWARD")
+    mode = get("exchange_mode", "UNDEFINED")
+    type_number = get("type_number", 0)
+    if (
+        type(partitioner) is not str
+        or partitioner not in _PARTITIONER_SET
+        or type(mode) is not str
+        or mode not in _EXCHANGE_SET
+        or type(type_number) is not int
+        or not JAVA_INT_MIN <= type_number <= JAVA_INT_MAX
+    ):
+        return None
+    tag = get("output_tag")
+    return {
+        "graph_id": graph_id,
+        "edge_idx": idx,
+        "source": s,
+        "target": t,
+        "partitioner": partitioner,
+        "exchange_mode": mode,
+        "type_number": type_number,
+        "output_tag": None if tag is None else str(tag),
+    }
+
+
+def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str, Any]:
+    where = f"edge #{idx}"
+    s = _int(_require(e, "source", where), f"{where} source")
+    t = _int(_require(e, "target", where), f"{where} target")
+    for end, nid in (("source", s), ("target", t)):
+        if nid not in known:
+            raise ContractError("DANGLING_EDGE", f"{where} ({s} -> {t}) has {end} {nid}, which is not a node")
+    tag = e.get("output_tag")
+    return {
+        "graph_id": graph_id,
+        "edge_idx": idx,
+        "source": s,
+        "target": t,
+        "partitioner": _enum(e.get("partitioner", "FORWARD"), PARTITIONERS, f"{where} partitioner"),
+        "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
+        "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
+        "output_tag": None if tag is None else str(tag),
+    }
+
+
+def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any] | None:
+    get = n.get
+    nid = n["id"]
+    name = get("name")
+    parallelism = get("parallelism")
+    if name is None or type(parallelism) is not int or not 1 <= parallelism <= JAVA_INT_MAX:
+        return None
+    max_par = get("max_parallelism")
+    if max_par is None:
+        max_par = -1
+    elif type(max_par) is not int or not JAVA_INT_MIN <= max_par <= JAVA_INT_MAX:
+        return None
+    is_source = get("is_source", in_degree[nid] == 0)
+    has_operator = get("has_operator", True)
+    yielding = get("yielding", False)
+    if type(is_source) is not bool or type(has_operator) is not bool or type(yielding) is not bool:
+        return None
+    if "source_kind" in n:
+        source_kind = n["source_kind"]
+        if source_kind is not None and (type(source_kind) is not str or source_kind not in _SOURCE_KIND_SET):
+            return None
+    else:
+        source_kind = "LEGACY" if is_source else None
+    strategy = get("chaining_strategy")
+    if strategy is None and has_operator:
+        strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
+    if strategy is not None and (type(strategy) is not str or strategy not in _STRATEGY_SET):
+        return None
+    uid = get("uid")
+    uid_hash = get("uid_hash")
+    if uid_hash is not None:
+        if type(uid_hash) is not str or not UID_HASH_RE.match(uid_hash):
+            return None
+        uid_hash = uid_hash.lower()
+    ssg = get("slot_sharing_group", "default")
+    return {
+        "graph_id": graph_id,
+        "node_id": nid,
+        "name": str(name),
+        "uid": None if uid is None else str(uid),
+        "uid_hash": uid_hash,
+        "parallelism": parallelism,
+        "max_parallelism": max_par,
+        "chaining_strategy": strategy,
+        "slot_sharing_group": None if ssg is None else str(ssg),
+        "is_source": is_source,
+        "source_kind": source_kind,
+        "yielding": yielding,
+        "has_operator": has_operator,
+    }
+
+
+def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
+    nid = n["id"]
+    where = f"node {nid}"
+    name = _require(n, "name", where)
+    parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
+    if parallelism < 1:
+        raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
+    max_par = _int(
+        n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism"
+    )
+    is_source = _bool(n.get("is_source", in_degree[nid] == 0), f"{where} is_source")
+    if "source_kind" in n:
+        source_kind = n["source_kind"]
+        if source_kind is not None:
+            _enum(source_kind, SOURCE_KINDS, f"{where} source_kind")
+    else:
+        source_kind = "LEGACY" if is_source else None
+    has_operator = _bool(n.get("has_operator", True), f"{where} has_operator")
+    strategy = n.get("chaining_strategy")
+    if strategy is None and has_operator:
+        strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
+    if strategy is not None:
+        _enum(strategy, CHAINING_STRATEGIES, f"{where} chaining_strategy")
+    uid = n.get("uid")
+    if uid is not None:
+        uid = str(uid)
+    uid_hash = n.get("uid_hash")
+    if uid_hash is not None:
+        if not isinstance(uid_hash, str) or not UID_HASH_RE.match(uid_hash):
+            raise ContractError("BAD_UID_HASH", f"{where} uid_hash {uid_hash!r} is not 32 hex characters")
+        uid_hash = uid_hash.lower()
+    ssg = n.get("slot_sharing_group", "default")
+    return {
+        "graph_id": graph_id,
+        "node_id": nid,
+        "name": str(name),
+        "uid": uid,
+        "uid_hash": uid_hash,
+        "parallelism": parallelism,
+        "max_parallelism": max_par,
+        "chaining_strategy": strategy,
+        "slot_sharing_group": None if ssg is None else str(ssg),
+        "is_source": is_source,
+        "source_kind": source_kind,
+        "yielding": _bool(n.get("yielding", False), f"{where} yielding"),
+        "has_operator": has_operator,
+    }
 
 
 def _source_order(value: Any, source_ids: list[int]) -> list[int] | None:

@@ -85,3 +85,77 @@ def test_integers_must_fit_a_java_int(field, value):
 def test_java_int_bounds_are_accepted():
     pg = parse_graph({"graph_id": "g", "nodes": [{"id": 2**31 - 1, "name": "Source: S", "parallelism": 1}]})
     assert pg.nodes[0]["node_id"] == 2**31 - 1
+
+
+def _outcome(obj):
+    try:
+        pg = parse_graph(obj)
+    except ContractError as e:
+        return ("error", e.code, str(e))
+    return ("ok", pg.graph, pg.nodes, pg.edges)
+
+
+# Values a field may take in the mutated graphs: good ones, wrong types, unknown enums,
+# out-of-range ints, bools where ints go, None, and missing (the _MISSING marker).
+_MISSING = object()
+_FIELD_VALUES = {
+    "name": ["Map", 7, None, _MISSING],
+    "parallelism": [1, 4, 0, -1, 2**31, True, "2", None, _MISSING],
+    "max_parallelism": [128, -1, None, 2**31, False, 1.5, _MISSING],
+    "is_source": [True, False, None, 1, _MISSING],
+    "source_kind": ["LEGACY", "FLIP27", "NEW", None, 3, _MISSING],
+    "has_operator": [True, False, None, "yes", _MISSING],
+    "chaining_strategy": ["ALWAYS", "HEAD", "NEVER", "HEAD_WITH_SOURCES", "SOMETIMES", None, ["ALWAYS"], _MISSING],
+    "uid": ["u1", 12, None, _MISSING],
+    "uid_hash": ["6F1880906BCCB25E249C898FC83CF5D4", "xyz", 5, None, _MISSING],
+    "slot_sharing_group": ["default", "other", None, 4, _MISSING],
+    "yielding": [True, False, 0, None, _MISSING],
+    "source": [1, 2, 99, True, "1", None, 2**40, _MISSING],
+    "target": [2, 3, 99, False, None, _MISSING],
+    "partitioner": ["FORWARD", "HASH", "RESCALE", "ROUND_ROBIN", None, {}, _MISSING],
+    "exchange_mode": ["UNDEFINED", "BATCH", "HYBRID_FULL", "EAGER", None, _MISSING],
+    "type_number": [0, 1, -3, 2**31, True, "0", None, _MISSING],
+    "output_tag": ["late", 5, None, _MISSING],
+}
+_NODE_FIELDS = [
+    k
+    for k in _FIELD_VALUES
+    if k not in ("source", "target", "partitioner", "exchange_mode", "type_number", "output_tag")
+]
+_EDGE_FIELDS = ["source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"]
+
+
+def _mutated_graphs(count: int):
+    import random
+
+    rng = random.Random(11)
+    for _ in range(count):
+        nodes = [{"id": i, "name": f"N{i}", "parallelism": 2} for i in (1, 2, 3)]
+        edges = [{"source": 1, "target": 2}, {"source": 2, "target": 3}]
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.6:
+                target, fields = rng.choice(nodes), _NODE_FIELDS
+            else:
+                target, fields = rng.choice(edges), _EDGE_FIELDS
+            field = rng.choice(fields)
+            value = rng.choice(_FIELD_VALUES[field])
+            if value is _MISSING:
+                target.pop(field, None)
+            else:
+                target[field] = value
+        yield {"graph_id": "g", "nodes": nodes, "edges": edges}
+
+
+def test_fast_paths_accept_and_reject_exactly_like_the_checked_paths(monkeypatch):
+    """Parsing takes a fast path per node and edge; on thousands of graphs with one to three
+    broken or unusual fields, it must give the same rows or the same error as the checked path."""
+    import pipeline.spec_contract as sc
+
+    graphs = list(_mutated_graphs(3000))
+    fast = [_outcome(g) for g in graphs]
+    monkeypatch.setattr(sc, "_edge_row_fast", lambda *a: None)
+    monkeypatch.setattr(sc, "_node_row_fast", lambda *a: None)
+    checked = [_outcome(g) for g in graphs]
+    assert fast == checked
+    kinds = {o[1] if o[0] == "error" else "ok" for o in fast}
+    assert {"ok", "BAD_FIELD", "UNKNOWN_ENUM", "MISSING_FIELD", "DANGLING_EDGE", "BAD_UID_HASH"} <= kinds
