@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STAGES = ["read+validate", "chainability", "hashing", "chains", "vertices+edges", "delta write"]
+# staged executor: one Spark stage per step; fused: "read+compute" is read, validate,
+# chainability, hashing and vertices+edges in one Spark stage
+STAGES = ["read+validate", "chainability", "hashing", "read+compute", "chains", "vertices+edges", "delta write"]
 
 
 def _f(x, fmt: str = "{:.1f}") -> str:
@@ -52,7 +54,7 @@ def main(argv: list[str]) -> int:
             f"{(r.get('git_commit') or '')[:7]}/{(r.get('code_sha256') or '-')[:6]}",
             str(r.get("graphs")),
             f"{r.get('stream_nodes') or 0:,}",
-            str((r.get("settings") or {}).get("hashing", {}).get("executor")),
+            str(r.get("executor") or (r.get("settings") or {}).get("hashing", {}).get("executor")),
             "yes" if r.get("ingest_seconds") else "no",
             _f(r.get("pipeline_seconds")) if not r.get("failure") else "FAILED",
             _f(r.get("pipeline_cpu_seconds")),

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.job_graph import JOB_GRAPH_SCHEMA
+from pipeline.job_graph import JOB_GRAPH_SCHEMA, VERTEX_COLUMNS
 from pipeline.per_graph import cogroup_buckets, frame_for_schema
 from pipeline.read_spec import parse_text, texts_of
 from pipeline.stream_tables import GRAPH_COLUMNS, NODE_COLUMNS, StreamTables
@@ -35,6 +35,8 @@ from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, 
 FUSED_SCHEMA = T.StructType(
     [
         *JOB_GRAPH_SCHEMA.fields,
+        T.StructField("operator_ids_text", T.StringType(), True),
+        T.StructField("user_operator_ids_text", T.StringType(), True),
         T.StructField("source_file", T.StringType(), True),
         T.StructField("node_count", T.IntegerType(), True),
         T.StructField("bfs_levels", T.IntegerType(), True),
@@ -118,3 +120,15 @@ def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
         tables.errors.select(F.lit("graph").alias("kind"), "graph_id", "source_file"), allowMissingColumns=True
     )
     return computed.unionByName(passed, allowMissingColumns=True)
+
+
+def vertex_rows(rows: DataFrame) -> DataFrame:
+    """The ``job_vertices`` table from the rows of kind ``vertex``."""
+    split = F.split(F.col("operator_ids_text"), ",")
+    user_split = F.split(F.col("user_operator_ids_text"), ",")
+    return (
+        rows.where(F.col("kind") == "vertex")
+        .withColumn("operator_ids", split)
+        .withColumn("user_operator_ids", F.transform(user_split, lambda x: F.when(x != "", x)))
+        .select(*VERTEX_COLUMNS)
+    )

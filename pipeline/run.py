@@ -192,7 +192,7 @@ def _compute_fused(
         errors = errors.localCheckpoint(eager=True)
 
     operators = rows.where(kind == "operator").select(*job_graph.OPERATOR_COLUMNS)
-    vertices = rows.where(kind == "vertex").select(*job_graph.VERTEX_COLUMNS)
+    vertices = fused.vertex_rows(rows)
     job_edges = rows.where(kind == "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
     run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
     _timed(

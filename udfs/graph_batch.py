@@ -23,9 +23,9 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from udfs.chaining_rules import evaluate_edge_rules
+from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.graph_arrays import Columns, GraphArrays
-from udfs.graph_steps import edge_rule_rows, flink_rejection, hash_arrays, job_graph_arrays
+from udfs.graph_steps import flink_rejection, hash_arrays, job_graph_arrays
 from udfs.hash_layers import HashingError
 
 NODE_INPUT_COLUMNS = (
@@ -72,14 +72,43 @@ class StepClock:
         }
 
 
-def _ranges(keys: np.ndarray) -> dict[str, tuple[int, int]]:
-    """Start and end of each run of equal keys in a sorted array."""
-    if not len(keys):
-        return {}
-    cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-    starts = np.concatenate(([0], cut))
-    ends = np.concatenate((cut, [len(keys)]))
-    return {k: (int(s), int(e)) for k, s, e in zip(keys[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)}
+_ID_OFFSET = 2**31  # node ids are Java ints; shifted, they fit the low 32 bits of a key
+
+
+def _keys(codes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """(graph code, Java int id) -> one sortable int64 key."""
+    return (codes.astype(np.int64) << 32) | (ids.astype(np.int64) + _ID_OFFSET)
+
+
+def _code_ranges(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of each graph code's run in an array sorted by code."""
+    bounds = np.searchsorted(codes, np.arange(count + 1))
+    return bounds[:-1], bounds[1:]
+
+
+def edge_rule_frame(
+    graphs: pd.DataFrame, ncols: Columns, ecols: Columns, up: np.ndarray, down: np.ndarray
+) -> pd.DataFrame:
+    """The input of :func:`udfs.chaining_rules.evaluate_edge_rules` -- each edge with its end
+    nodes' and its graph's attributes -- by index arithmetic over the batch (the same columns
+    as :func:`udfs.graph_steps.edge_rule_rows`, which gets them by pandas merges)."""
+    codes = ecols["_code"]
+    frame = {"partitioner": ecols["partitioner"], "exchange_mode": ecols["exchange_mode"]}
+    frame["down_in_degree"] = np.bincount(down, minlength=len(ncols["node_id"]))[down]
+    per_input = (down.astype(np.int64) << 32) | (ecols["type_number"].astype(np.int64) + _ID_OFFSET)
+    _, inverse, counts = np.unique(per_input, return_inverse=True, return_counts=True)
+    frame["same_type_in_edges"] = counts[inverse]
+    for attr in NODE_RULE_ATTRS:
+        frame[f"up_{attr}"] = ncols[attr][up]
+        frame[f"down_{attr}"] = ncols[attr][down]
+    for col, name in (
+        ("chaining_enabled", "chaining_enabled"),
+        ("chain_operators_with_different_max_parallelism", "chain_different_max_parallelism"),
+        ("dynamic", "dynamic"),
+        ("flink_version", "flink_version"),
+    ):
+        frame[name] = graphs[col].to_numpy()[codes]
+    return pd.DataFrame(frame)
 
 
 def compute_batch(
@@ -89,21 +118,32 @@ def compute_batch(
     with source_file; ``nodes``/``edges`` their stream-table rows, in any order)."""
     clock = clock or StepClock()
     t = time.perf_counter()
-    rule_rows = edge_rule_rows(nodes, edges, graphs)  # sorted by graph_id, edge_idx
-    flags = evaluate_edge_rules(rule_rows)
-    ecols: Columns = {c: rule_rows[c].to_numpy() for c in EDGE_INPUT_COLUMNS}
+    graphs = graphs.reset_index(drop=True)
+    index = pd.Index(graphs["graph_id"])
+    # Nodes sorted by (graph, node id), edges by (graph, edge_idx): each graph is one slice
+    # of both, and an edge finds its end nodes by binary search on the node keys.
+    node_codes = index.get_indexer(nodes["graph_id"])
+    node_keys = _keys(node_codes, nodes["node_id"].to_numpy())
+    order = np.argsort(node_keys, kind="stable")
+    ncols: Columns = {c: nodes[c].to_numpy()[order] for c in NODE_INPUT_COLUMNS}
+    node_keys, node_codes = node_keys[order], node_codes[order]
+    edge_codes = index.get_indexer(edges["graph_id"])
+    eorder = np.lexsort((edges["edge_idx"].to_numpy(), edge_codes))
+    ecols: Columns = {c: edges[c].to_numpy()[eorder] for c in EDGE_INPUT_COLUMNS}
+    ecols["_code"] = edge_codes[eorder]
+    up = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["source"]))
+    down = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["target"]))
+    flags = evaluate_edge_rules(edge_rule_frame(graphs, ncols, ecols, up, down))
     ecols.update({c: flags[c].to_numpy(bool) for c in FLAG_COLUMNS})
-    ordered = nodes.sort_values(["graph_id", "node_id"], kind="stable")
-    ncols: Columns = {c: ordered[c].to_numpy() for c in NODE_INPUT_COLUMNS}
-    node_ranges = _ranges(ncols["graph_id"])
-    edge_ranges = _ranges(ecols["graph_id"])
+    del ecols["_code"]
+    node_start, node_end = _code_ranges(node_codes, len(graphs))
+    edge_start, edge_end = _code_ranges(edge_codes[eorder], len(graphs))
     t = clock.add("chainability", t)
 
     out: BatchRows = {}
-    for graph in graphs.to_dict("records"):
+    for i, graph in enumerate(graphs.to_dict("records")):
         gid = graph["graph_id"]
-        a, b = node_ranges.get(gid, (0, 0))
-        c, d = edge_ranges.get(gid, (0, 0))
+        a, b, c, d = node_start[i], node_end[i], edge_start[i], edge_end[i]
         g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
         for kind, cols in graph_rows(g, graph, clock).items():
             n = len(next(iter(cols.values())))
@@ -135,6 +175,11 @@ def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Colum
     }
     if rejection is not None:
         return {"graph": summary, "stats": stats_row, "error": _error("FLINK_REJECTED", rejection, source_file)}
+    # Operator-ID lists travel as comma-joined text (an id is hex; "" stands for a null
+    # user id): Arrow converts a list column element by element in Python, which was
+    # a third of the cost of handing the rows to Spark. Spark splits them again.
+    vertices["operator_ids_text"] = [",".join(ids) for ids in vertices.pop("operator_ids")]
+    vertices["user_operator_ids_text"] = [",".join(i or "" for i in ids) for ids in vertices.pop("user_operator_ids")]
     operators["hash_source"] = node_out["hash_source"]
     operators["hash_position"] = node_out["hash_position"]
     operators["flink_version"] = np.full(g.n, graph["flink_version"], dtype=object)
