@@ -14,7 +14,16 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 # staged executor: one Spark stage per step; fused: "read+compute" is read, validate,
 # chainability, hashing and vertices+edges in one Spark stage
-STAGES = ["read+validate", "chainability", "hashing", "read+compute", "chains", "vertices+edges", "delta write"]
+STAGES = [
+    "read+validate",
+    "chainability",
+    "hashing",
+    "read+compute",
+    "chains",
+    "chain check",
+    "vertices+edges",
+    "delta write",
+]
 
 
 def _f(x, fmt: str = "{:.1f}") -> str:

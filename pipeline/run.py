@@ -158,12 +158,17 @@ def _compute_fused(
         + ", ".join(f"{k} {v:.1f}" for k, v in summary.worker_seconds.items())
     )
 
-    def check_chains() -> DataFrame:
+    def components() -> DataFrame:
         chain_edges = rows.where(kind == "chain_edge").select(
             "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
         )
         roots, summary.chain_rounds = chains.member_roots(chain_edges, settings)
         summary.chains_engine = settings["chains"]["engine"]
+        return roots.localCheckpoint(eager=True)
+
+    roots = _timed(summary, progress, "chains", components)
+
+    def check_chains() -> DataFrame:
         disagree = chains.walk_disagreements(rows.where(kind == "operator"), roots).localCheckpoint(eager=True)
         return disagree.select(
             "graph_id",
@@ -177,7 +182,7 @@ def _compute_fused(
             ).alias("message"),
         )
 
-    chain_errors = _timed(summary, progress, "chains", check_chains)
+    chain_errors = _timed(summary, progress, "chain check", check_chains)
     dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
     errors = rows.where(kind == "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
