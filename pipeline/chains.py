@@ -145,22 +145,33 @@ def chain_components(nodes: DataFrame, hashed_edges: DataFrame, settings: dict[s
 
 
 def walk_disagreements(operators: DataFrame, roots: DataFrame) -> DataFrame:
-    """Graphs whose chains, as the createChain walk built them (``chain_head_node_id`` of
-    each operator inside a JobVertex), are not exactly the connected components: one row
-    per such graph, with its numbers of chains both ways and of (chain, component) pairs.
+    """Graphs whose chains, as the createChain walk built them, are not exactly the connected
+    components of the chainable edges the walk follows (``chain_head_node_id`` of each
+    operator inside a JobVertex vs the root of its component).
 
-    Two partitions of the same nodes are equal iff every chain meets one component and
-    every component one chain, i.e. the three counts are equal.
+    Both sides are reduced to one row per graph before they meet: the number of non-head
+    members and two independent sums of 31-bit hashes of their (node, head) pairs. A graph
+    differs iff the sets of pairs differ (up to a ~2^-62 chance of both sums agreeing), and
+    the aggregation shuffles one row per graph and partition instead of a row per node.
     """
-    inside = operators.where("in_vertex_operator_ids").select("graph_id", "node_id", "chain_head_node_id")
-    pairs = (
-        inside.join(roots, ["graph_id", "node_id"], "left")
-        .select("graph_id", "chain_head_node_id", F.coalesce("root", "node_id").alias("root"))
-        .distinct()
+
+    def fingerprint(rows: DataFrame, head: str) -> DataFrame:
+        pair = [F.col("node_id"), F.col(head)]
+        # 31-bit terms: the sums cannot overflow a long (which ANSI mode would reject)
+        return rows.groupBy("graph_id").agg(
+            F.count("*").alias("members"),
+            F.sum(F.pmod(F.xxhash64(*pair), F.lit(2**31))).alias("h1"),
+            F.sum(F.pmod(F.xxhash64(F.lit("chains"), *pair), F.lit(2**31))).alias("h2"),
+        )
+
+    walk = fingerprint(operators.where(F.col("in_vertex_operator_ids") & ~F.col("is_chain_head")), "chain_head_node_id")
+    found = fingerprint(roots.where(F.col("root") != F.col("node_id")), "root")
+    joined = walk.alias("w").join(found.alias("c"), "graph_id", "full_outer")
+    differs = ~(
+        (F.col("w.members") == F.col("c.members")) & (F.col("w.h1") == F.col("c.h1")) & (F.col("w.h2") == F.col("c.h2"))
     )
-    counts = pairs.groupBy("graph_id").agg(
-        F.count("*").alias("pairs"),
-        F.countDistinct("chain_head_node_id").alias("chains"),
-        F.countDistinct("root").alias("components"),
+    return joined.where(differs.isNull() | differs).select(
+        "graph_id",
+        F.coalesce(F.col("w.members"), F.lit(0)).alias("walk_members"),
+        F.coalesce(F.col("c.members"), F.lit(0)).alias("component_members"),
     )
-    return counts.where((F.col("pairs") != F.col("chains")) | (F.col("pairs") != F.col("components")))

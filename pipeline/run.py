@@ -174,11 +174,11 @@ def _compute_fused(
             "graph_id",
             F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
             F.format_string(
-                "internal error: the createChain walk built %d chains but connected components found %d "
-                "(%d chain/component pairs); please report this graph",
-                "chains",
-                "components",
-                "pairs",
+                "internal error: the chains of the createChain walk (%d operators below a chain head) "
+                "are not the connected components of the chainable edges (%d nodes below a root); "
+                "please report this graph",
+                "walk_members",
+                "component_members",
             ).alias("message"),
         )
 

@@ -95,3 +95,34 @@ def test_unknown_engine_is_a_one_line_cli_error(spark, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert err[-1] == "flink-jobgraph: unknown chains.engine 'bogus'; use dataframe or graphframes"
+
+
+def test_walk_disagreements_finds_exactly_the_graphs_whose_chains_differ(spark):
+    """The fused executor's chain check: operators as the walk placed them vs component roots."""
+    from pipeline.chains import walk_disagreements
+
+    # (graph, node, chain head, is head, inside a vertex); roots: (graph, node, root)
+    ops = [
+        ("same", 1, 1, True, True), ("same", 2, 1, False, True), ("same", 3, 1, False, True),
+        ("same", 4, 4, True, True),
+        ("chained-src", 10, 11, False, False), ("chained-src", 11, 11, True, True),
+        ("chained-src", 12, 11, False, True),
+        ("moved", 1, 1, True, True), ("moved", 2, 1, False, True), ("moved", 3, 3, True, True),
+        ("split", 1, 1, True, True), ("split", 2, 1, False, True), ("split", 3, 1, False, True),
+        ("walk-only", 1, 1, True, True), ("walk-only", 2, 1, False, True),
+        ("cc-only", 1, 1, True, True), ("cc-only", 2, 2, True, True),
+    ]  # fmt: skip
+    roots = [
+        ("same", 1, 1), ("same", 2, 1), ("same", 3, 1),
+        ("chained-src", 11, 11), ("chained-src", 12, 11),
+        ("moved", 1, 1), ("moved", 2, 1), ("moved", 3, 1),  # the walk put 3 in a chain of its own
+        ("split", 1, 1), ("split", 2, 1), ("split", 3, 2),  # 3's root differs
+        ("cc-only", 1, 1), ("cc-only", 2, 1),  # components chain 1 -> 2, the walk did not
+    ]  # fmt: skip
+    operators = spark.createDataFrame(
+        ops,
+        "graph_id string, node_id int, chain_head_node_id int, is_chain_head boolean, in_vertex_operator_ids boolean",
+    )
+    found = walk_disagreements(operators, spark.createDataFrame(roots, "graph_id string, node_id int, root int"))
+    got = {r["graph_id"]: (r["walk_members"], r["component_members"]) for r in found.collect()}
+    assert got == {"moved": (1, 2), "split": (2, 2), "walk-only": (1, 0), "cc-only": (0, 1)}

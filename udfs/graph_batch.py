@@ -183,7 +183,10 @@ def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Colum
     operators["hash_source"] = node_out["hash_source"]
     operators["hash_position"] = node_out["hash_position"]
     operators["flink_version"] = np.full(g.n, graph["flink_version"], dtype=object)
-    chainable = edge_out["chainable"]
+    # The chainable edges createChain follows: all but those out of a FLIP-27 source that
+    # runs inside its HEAD_WITH_SOURCES target (Flink enters that chain at the target), so
+    # each connected component is one chain with its head as the root.
+    chainable = edge_out["chainable"] & operators["in_vertex_operator_ids"][g.src]
     chain_edges = {"source_node_id": g.node_ids[g.src[chainable]], "target_node_id": g.node_ids[g.dst[chainable]]}
     return {
         "graph": summary,
