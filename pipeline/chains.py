@@ -99,29 +99,29 @@ def _graphframes(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[Data
         .localCheckpoint(eager=True)
     )
     # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
-    members = (
-        chain_edges.select("graph_id", F.col("source").alias("node_id"))
-        .unionByName(chain_edges.select("graph_id", F.col("target").alias("node_id")))
-        .distinct()
-        .join(F.broadcast(graph_index), "graph_id")
-        .select(vid("gidx", "node_id").alias("id"), "graph_id", "node_id")
-        .localCheckpoint(eager=True)  # read by GraphFrames twice (prepare, final join)
-    )
+    # The vertices are bare ids; graph and node come back from an id by arithmetic.
+    ids = e.select(F.col("src").alias("id")).union(e.select(F.col("dst").alias("id"))).distinct()
     conf = settings["chains"]
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
     # jobs each; ``graphframes_spark_conf`` applies to those jobs only.
     with _session_conf(spark, conf.get("graphframes_spark_conf") or {}):
-        cc = graphframes.GraphFrame(members, e).connectedComponents(
+        cc = graphframes.GraphFrame(ids, e).connectedComponents(
             algorithm=conf.get("graphframes_algorithm", "graphframes"),
             checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
             broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
         )
+
+    def node_of(col: str):
+        return (F.col(col) % F.lit(2**32) - F.lit(_NODE_OFFSET)).cast("int")
+
     # The component is named by its smallest vertex id; Flink names a chain by its head,
     # the one member without a chainable in-edge (in-degree <= 1 makes each component a tree).
     roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(
-        "component", F.col("node_id").alias("root")
+        "component", node_of("id").alias("root")
     )
-    return cc.join(roots, "component").select("graph_id", "node_id", "root"), 0
+    by_index = F.broadcast(graph_index.withColumnRenamed("gidx", "_gidx"))
+    named = cc.join(roots, "component").join(by_index, F.col("_gidx") == F.shiftright(F.col("id"), 32))
+    return named.select("graph_id", node_of("id").alias("node_id"), "root"), 0
 
 
 def member_roots(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
