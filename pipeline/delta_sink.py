@@ -18,6 +18,10 @@ def table_path(output: str, table: str) -> str:
 
 def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> None:
     path = table_path(output, table)
+    # One file per core, not one per input partition: the fused executor's rows keep the
+    # input's partitioning (a task per spec file), and a hundred small files per table cost
+    # Delta more than the rows (measured on the 10k fleet: see bench/README.md).
+    rows = rows.coalesce(spark.sparkContext.defaultParallelism)  # never adds partitions
     if DeltaTable.isDeltaTable(spark, path):
         (
             DeltaTable.forPath(spark, path)

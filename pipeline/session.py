@@ -82,6 +82,9 @@ def get_spark(settings: dict[str, Any], app_name: str = "flink-jobgraph") -> Spa
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf["arrow_batch_rows"]))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
+        # GraphX's Pregel (chains.graphframes_algorithm=graphx) runs one iteration per link of
+        # the longest chain; checkpointing every 10 keeps its lineage short on deep chains.
+        .config("spark.graphx.pregel.checkpointInterval", "10")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'conf' / 'log4j2.properties'}")
         .config("spark.driver.memory", os.environ.get("FLINK_JOBGRAPH_DRIVER_MEMORY", "6g"))

@@ -53,11 +53,14 @@ def _frames(spark):
     )
 
 
-@pytest.mark.parametrize("engine", ["graphframes", "dataframe"])
-def test_chain_roots(spark, settings, engine):
+@pytest.mark.parametrize(
+    "engine, algorithm", [("graphframes", "graphx"), ("graphframes", "graphframes"), ("dataframe", None)]
+)
+def test_chain_roots(spark, settings, engine, algorithm):
     nodes, edges = _frames(spark)
     conf = copy.deepcopy(settings)
     conf["chains"]["engine"] = engine
+    conf["chains"]["graphframes_algorithm"] = algorithm
     conf["chains"]["graphframes_spark_conf"] = {"spark.sql.shuffle.partitions": 1, "spark.sql.adaptive.enabled": False}
     before = {k: spark.conf.get(k) for k in conf["chains"]["graphframes_spark_conf"]}
     comps, rounds = chain_components(nodes, edges, conf)
@@ -73,6 +76,7 @@ def test_chain_roots(spark, settings, engine):
 
 def test_graphframes_is_the_default_engine(settings):
     assert settings["chains"]["engine"] == "graphframes"
+    assert settings["chains"]["graphframes_algorithm"] == "graphx"
 
 
 def test_unknown_engine_is_a_one_line_cli_error(spark, tmp_path, capsys):
