@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -145,14 +146,26 @@ def _compute_fused(
     rows = _timed(summary, progress, "read+compute", all_rows)
     kind = F.col("kind")
     graph_rows = rows.where(kind == "graph").select("graph_id", "source_file", "node_count")
-    totals = graph_rows.agg(F.countDistinct("graph_id"), F.sum("node_count")).first()
-    summary.graphs_in, summary.stream_nodes = int(totals[0]), int(totals[1] or 0)
-    levels = rows.where(kind == "stats").agg(F.max("bfs_levels"), F.max("hash_layers")).first()
-    summary.bfs_levels_max, summary.hash_layers_max = int(levels[0] or 0), int(levels[1] or 0)
-    summary.worker_seconds = {
-        r["step"]: round(r["s"], 3)
-        for r in rows.where(kind == "timing").groupBy("step").agg(F.sum("worker_seconds").alias("s")).collect()
-    }
+    # one pass over the rows for every count of the summary
+    per_kind = (
+        rows.where(kind.isin("graph", "stats", "timing"))
+        .groupBy("kind", "step")
+        .agg(
+            F.count("*").alias("n"),
+            F.sum("node_count").alias("nodes"),
+            F.max("bfs_levels").alias("bfs"),
+            F.max("hash_layers").alias("layers"),
+            F.sum("worker_seconds").alias("seconds"),
+        )
+        .collect()
+    )
+    for r in per_kind:
+        if r["kind"] == "graph":  # one row per input graph (a repeated id is counted again, below)
+            summary.graphs_in, summary.stream_nodes = int(r["n"]), int(r["nodes"] or 0)
+        elif r["kind"] == "stats":
+            summary.bfs_levels_max, summary.hash_layers_max = int(r["bfs"] or 0), int(r["layers"] or 0)
+        else:
+            summary.worker_seconds[r["step"]] = round(r["seconds"], 3)
     progress.say(
         f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; worker seconds per step: "
         + ", ".join(f"{k} {v:.1f}" for k, v in summary.worker_seconds.items())
@@ -187,6 +200,7 @@ def _compute_fused(
     errors = rows.where(kind == "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
+        summary.graphs_in = graph_rows.select("graph_id").distinct().count()
         out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
         rows = rows.join(out, "graph_id", "left_anti")
         chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
@@ -211,13 +225,18 @@ def _compute_fused(
 
 
 def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids) -> None:
-    for name, df in (
+    """The four tables written at once from threads: each write has driver-side phases
+    (planning, Delta's commit) during which the others keep the cores busy."""
+    tables = (
         ("operators", operators),
         ("job_vertices", vertices),
         ("job_edges", job_edges),
         ("graph_errors", errors),
-    ):
-        delta_sink.replace_graphs(spark, output, name, df, run_ids)
+    )
+    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+        futures = [pool.submit(delta_sink.replace_graphs, spark, output, name, df, run_ids) for name, df in tables]
+        for f in futures:
+            f.result()  # re-raises the first failure
 
 
 def _count_outputs(summary: RunSummary, vertices: DataFrame, job_edges: DataFrame, errors: DataFrame) -> None:
