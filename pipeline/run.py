@@ -214,6 +214,20 @@ def _compute_fused(
     vertices = fused.vertex_rows(rows)
     job_edges = rows.where(kind == "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
     run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
+    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
+    return summary
+
+
+def _write_and_count(
+    spark: SparkSession,
+    output: str,
+    summary: RunSummary,
+    progress: Progress,
+    tables: tuple[DataFrame, DataFrame, DataFrame, DataFrame],
+    run_ids: DataFrame,
+) -> None:
+    """Both executors' last step: the four tables to Delta, then the summary's counts."""
+    operators, vertices, job_edges, errors = tables
     _timed(
         summary,
         progress,
@@ -221,7 +235,6 @@ def _compute_fused(
         lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
     )
     _count_outputs(summary, vertices, job_edges, errors)
-    return summary
 
 
 def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids) -> None:
@@ -321,11 +334,5 @@ def _compute_staged(
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
     run_ids = run_ids.localCheckpoint(eager=True)
 
-    _timed(
-        summary,
-        progress,
-        "delta write",
-        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
-    )
-    _count_outputs(summary, vertices, job_edges, errors)
+    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
     return summary

@@ -267,22 +267,23 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
         if type(uid_hash) is not str or not UID_HASH_RE.match(uid_hash):
             return None
         uid_hash = uid_hash.lower()
+    uid = None if uid is None else str(uid)
     ssg = get("slot_sharing_group", "default")
-    return {
-        "graph_id": graph_id,
-        "node_id": nid,
-        "name": str(name),
-        "uid": None if uid is None else str(uid),
-        "uid_hash": uid_hash,
-        "parallelism": parallelism,
-        "max_parallelism": max_par,
-        "chaining_strategy": strategy,
-        "slot_sharing_group": None if ssg is None else str(ssg),
-        "is_source": is_source,
-        "source_kind": source_kind,
-        "yielding": yielding,
-        "has_operator": has_operator,
-    }
+    return _node_row(
+        graph_id,
+        nid,
+        name,
+        uid,
+        uid_hash,
+        parallelism,
+        max_par,
+        strategy,
+        ssg,
+        is_source,
+        source_kind,
+        yielding,
+        has_operator,
+    )
 
 
 def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
@@ -317,6 +318,39 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
             raise ContractError("BAD_UID_HASH", f"{where} uid_hash {uid_hash!r} is not 32 hex characters")
         uid_hash = uid_hash.lower()
     ssg = n.get("slot_sharing_group", "default")
+    yielding = _bool(n.get("yielding", False), f"{where} yielding")
+    return _node_row(
+        graph_id,
+        nid,
+        name,
+        uid,
+        uid_hash,
+        parallelism,
+        max_par,
+        strategy,
+        ssg,
+        is_source,
+        source_kind,
+        yielding,
+        has_operator,
+    )
+
+
+def _node_row(
+    graph_id,
+    nid,
+    name,
+    uid,
+    uid_hash,
+    parallelism,
+    max_par,
+    strategy,
+    ssg,
+    is_source,
+    source_kind,
+    yielding,
+    has_operator,
+) -> dict[str, Any]:
     return {
         "graph_id": graph_id,
         "node_id": nid,
@@ -329,7 +363,7 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
         "slot_sharing_group": None if ssg is None else str(ssg),
         "is_source": is_source,
         "source_kind": source_kind,
-        "yielding": _bool(n.get("yielding", False), f"{where} yielding"),
+        "yielding": yielding,
         "has_operator": has_operator,
     }
 

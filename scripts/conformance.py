@@ -99,6 +99,8 @@ def main() -> int:
         "pipeline_seconds": round(run_s, 1),
         "chains_engine": summary.chains_engine,
         "hashing_executor": settings["hashing"]["executor"],
+        "executor": summary.executor,
+        "chains_algorithm": settings["chains"].get("graphframes_algorithm"),
         "git_commit": subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),

@@ -23,26 +23,13 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+from pipeline.stream_tables import NODE_COLUMNS
 from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.graph_arrays import Columns, GraphArrays
 from udfs.graph_steps import flink_rejection, hash_arrays, job_graph_arrays
 from udfs.hash_layers import HashingError
 
-NODE_INPUT_COLUMNS = (
-    "graph_id",
-    "node_id",
-    "name",
-    "uid",
-    "uid_hash",
-    "parallelism",
-    "max_parallelism",
-    "chaining_strategy",
-    "slot_sharing_group",
-    "is_source",
-    "source_kind",
-    "yielding",
-    "has_operator",
-)
+NODE_INPUT_COLUMNS = tuple(NODE_COLUMNS)
 EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number")
 FLAG_COLUMNS = ("chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive")
 
