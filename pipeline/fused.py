@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.job_graph import JOB_GRAPH_SCHEMA, VERTEX_COLUMNS
-from pipeline.per_graph import cogroup_buckets, frame_for_schema
+from pipeline.per_graph import cogroup_buckets, kind_frames
 from pipeline.read_spec import parse_text, texts_of
 from pipeline.stream_tables import GRAPH_COLUMNS, NODE_COLUMNS, StreamTables
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
@@ -49,16 +49,11 @@ FUSED_SCHEMA = T.StructType(
 _ERROR_KEYS = ("graph_id", "error_code", "message", "source_file")
 
 
-def _frames(rows: BatchRows, clock: StepClock) -> Iterator[pd.DataFrame]:
+def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
     """One frame per kind of row, each in the full output schema."""
-    for kind, cols in rows.items():
-        frame = concat_columns(cols)
-        frame.insert(0, "kind", kind)
-        yield frame_for_schema(frame, FUSED_SCHEMA)
-    timing = pd.DataFrame(clock.rows())
-    timing.insert(0, "kind", "timing")
-    timing["graph_id"] = ""
-    yield frame_for_schema(timing, FUSED_SCHEMA)
+    by_kind = {kind: concat_columns(cols) for kind, cols in rows.items()}
+    by_kind["timing"] = pd.DataFrame({"graph_id": "", **clock.rows()})
+    return kind_frames(by_kind, FUSED_SCHEMA)
 
 
 def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -111,7 +106,7 @@ def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
         clock = StepClock()
         graphs = nodes[["graph_id", *graph_cols]].drop_duplicates("graph_id").reset_index(drop=True)
         rows = compute_batch(graphs, nodes[node_cols], edges, clock) if len(graphs) else {}
-        return pd.concat(list(_frames(rows, clock)), ignore_index=True)
+        return pd.concat(_frames(rows, clock), ignore_index=True)
 
     computed = cogroup_buckets(left, tables.edges, run, FUSED_SCHEMA, buckets)
     passed = tables.errors.select(

@@ -6,8 +6,8 @@ costs more than the work itself (measured: bench/results). Graphs are instead ha
 buckets of a few hundred; one UDF call gets a whole bucket and loops over its graphs.
 
 A per-graph function returns its rows by kind (``{"node": frame, "edge": frame, ...}``,
-each kind with its own columns); each kind is concatenated once per bucket and the kinds
-are aligned to the output schema once. Concatenating differently shaped frames per graph
+each kind with its own columns); each kind is concatenated once per bucket and aligned to
+the output schema on its own (:func:`kind_frames`). Concatenating differently shaped frames per graph
 instead was a third of the job-graph UDF (bench/results/profile-20261122-003531-fleet-1k.json).
 """
 
@@ -84,33 +84,25 @@ def _align_kinds(outs: list[RowsByKind], schema: T.StructType) -> pd.DataFrame:
     for out in outs:
         for kind, frame in out.items():
             frames.setdefault(kind, []).append(frame)
-    by_kind = []
-    for kind, parts in frames.items():
-        frame = pd.concat(parts, ignore_index=True)
+    by_kind = {kind: pd.concat(parts, ignore_index=True) for kind, parts in frames.items()}
+    return pd.concat(kind_frames(by_kind, schema), ignore_index=True)
+
+
+def kind_frames(by_kind: RowsByKind, schema: T.StructType) -> list[pd.DataFrame]:
+    """One frame per kind of row, each with its ``kind`` column and exactly ``schema``'s
+    columns (:func:`frame_for_schema`), ready for Arrow as they are or concatenated."""
+    out = []
+    for kind, frame in by_kind.items():
         frame.insert(0, "kind", kind)
-        by_kind.append(frame)
-    return align_to_schema(by_kind, schema)
-
-
-def align_to_schema(parts: list[pd.DataFrame], schema: T.StructType) -> pd.DataFrame:
-    """One frame of ``schema``'s columns from per-graph frames that each fill only some.
-
-    Missing cells come back as NaN; integer columns become nullable Int64, and array
-    columns get None instead of NaN (Arrow rejects a float where it expects a list).
-    """
-    out = pd.concat(parts, ignore_index=True).reindex(columns=schema.fieldNames())
-    for f in schema.fields:
-        if isinstance(f.dataType, T.IntegerType):
-            out[f.name] = out[f.name].astype("Int64")
-        elif isinstance(f.dataType, T.ArrayType):
-            out[f.name] = out[f.name].astype(object).where(out[f.name].notna(), None)
+        out.append(frame_for_schema(frame, schema))
     return out
 
 
 def frame_for_schema(frame: pd.DataFrame, schema: T.StructType) -> pd.DataFrame:
     """``frame`` with exactly ``schema``'s columns: its own converted only where Arrow needs
-    it, the missing ones as typed all-null columns. Per kind of row this is much cheaper than
-    :func:`align_to_schema`, whose concat turns every partly-missing int column into objects."""
+    it, the missing ones as typed all-null columns. Done per kind of row, before any concat:
+    concatenating differently shaped kinds first turns every partly-missing int column into
+    objects, which then cost a slow conversion."""
     n = len(frame)
     out = {}
     for f in schema.fields:
