@@ -235,7 +235,7 @@ class HashStatsTap:
                     from types import SimpleNamespace
 
                     res = __orig(*a, **kw)
-                    self.results.append(SimpleNamespace(stats=res.where("kind = 'stats'")))
+                    self.results.append(SimpleNamespace(stats=fu.kind_rows(res, "stats")))
                     return res
 
                 setattr(fu, name, wrapped_rows)

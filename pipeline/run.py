@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline import (
@@ -145,17 +145,21 @@ def _compute_fused(
 
     rows = _timed(summary, progress, "read+compute", all_rows)
     kind = F.col("kind")
-    graph_rows = rows.where(kind == "graph").select("graph_id", "source_file", "node_count")
+    graph_rows = fused.kind_rows(rows, "graph")
+
     # one pass over the rows for every count of the summary
+    def only(k: str, name: str) -> Column:
+        return F.when(kind == k, fused.column(k, name))
+
     per_kind = (
         rows.where(kind.isin("graph", "stats", "timing"))
-        .groupBy("kind", "step")
+        .groupBy("kind", only("timing", "step").alias("step"))
         .agg(
             F.count("*").alias("n"),
-            F.sum("node_count").alias("nodes"),
-            F.max("bfs_levels").alias("bfs"),
-            F.max("hash_layers").alias("layers"),
-            F.sum("worker_seconds").alias("seconds"),
+            F.sum(only("graph", "node_count")).alias("nodes"),
+            F.max(only("stats", "bfs_levels")).alias("bfs"),
+            F.max(only("stats", "hash_layers")).alias("layers"),
+            F.sum(only("timing", "worker_seconds")).alias("seconds"),
         )
         .collect()
     )
@@ -172,7 +176,7 @@ def _compute_fused(
     )
 
     def components() -> DataFrame:
-        chain_edges = rows.where(kind == "chain_edge").select(
+        chain_edges = fused.kind_rows(rows, "chain_edge").select(
             "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
         )
         roots, summary.chain_rounds = chains.member_roots(chain_edges, settings)
@@ -182,7 +186,7 @@ def _compute_fused(
     roots = _timed(summary, progress, "chains", components)
 
     def check_chains() -> DataFrame:
-        disagree = chains.walk_disagreements(rows.where(kind == "operator"), roots).localCheckpoint(eager=True)
+        disagree = chains.walk_disagreements(fused.kind_rows(rows, "operator"), roots).localCheckpoint(eager=True)
         return disagree.select(
             "graph_id",
             F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
@@ -197,22 +201,22 @@ def _compute_fused(
 
     chain_errors = _timed(summary, progress, "chain check", check_chains)
     dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
-    errors = rows.where(kind == "error").select(*ERROR_COLUMNS)
+    errors = fused.kind_rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
         summary.graphs_in = graph_rows.select("graph_id").distinct().count()
         out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
         rows = rows.join(out, "graph_id", "left_anti")
         chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
-        errors = rows.where(kind == "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))
+        errors = fused.kind_rows(rows, "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))
         errors = errors.unionByName(
             chain_errors.join(dupes.select("graph_id"), "graph_id", "left_anti").select(*ERROR_COLUMNS)
         )
         errors = errors.localCheckpoint(eager=True)
 
-    operators = rows.where(kind == "operator").select(*job_graph.OPERATOR_COLUMNS)
+    operators = fused.kind_rows(rows, "operator").select(*job_graph.OPERATOR_COLUMNS)
     vertices = fused.vertex_rows(rows)
-    job_edges = rows.where(kind == "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
+    job_edges = fused.kind_rows(rows, "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
     run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
     _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
     return summary
