@@ -36,6 +36,11 @@ def test_rerun_is_idempotent_and_merges_by_graph_id(spark, settings, sample_inpu
     compute(spark, str(sample_input), out, settings, quiet)
     first = _snapshot(spark, out)
     assert first["job_vertices"] and first["graph_errors"]
+    # file statistics are kept for graph_id, the first column, only (delta_sink.replace_graphs)
+    for t in TABLES:
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{out}/{t}`").first()
+        assert detail["properties"].get("delta.dataSkippingNumIndexedCols") == "1", t
+        assert spark.read.format("delta").load(f"{out}/{t}").columns[0] == "graph_id", t
     compute(spark, str(sample_input), out, settings, quiet)
     assert _snapshot(spark, out) == first
 
