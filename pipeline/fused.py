@@ -96,15 +96,12 @@ FUSED_SCHEMA = T.StructType(
 
 def column(kind: str, name: str) -> Column:
     """Column ``name`` of the rows of ``kind``, wherever the layout put it."""
-    return F.col(LAYOUT[kind][name]) if name != "graph_id" else F.col("graph_id")
+    return F.col(LAYOUT[kind][name])
 
 
 def kind_rows(rows: DataFrame, kind: str) -> DataFrame:
     """The rows of ``kind``, with their own column names (``graph_id`` first)."""
     return rows.where(F.col("kind") == kind).select("graph_id", *[column(kind, c).alias(c) for c in KIND_COLUMNS[kind]])
-
-
-_ERROR_KEYS = ("graph_id", "error_code", "message", "source_file")
 
 
 def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
@@ -141,7 +138,7 @@ def _from_texts(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         clock.add("parse+validate", t)
         rows = compute_batch(graphs, nodes, edges, clock) if parsed else {}
         for err in errors:
-            rows.setdefault("error", []).append({k: [err[k]] for k in _ERROR_KEYS})
+            rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
             rows.setdefault("graph", []).append(
                 {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
             )
