@@ -1,0 +1,188 @@
+"""Real restore cases (``../shared/vectors/restore`` format) against the restore rules.
+
+A case is one savepoint of a real job v1, an edited v2, and what Flink did when v2 started
+from it. This module turns a case into the rules' inputs (v2's JobGraph from the project's
+own computation, the savepoint's operators from its ``_metadata`` file or as Flink read
+them), reads Flink's verdict in the rules' terms, and compares aspect by aspect. Used by
+``scripts/restore_agreement.py`` and ``tests/test_restore_check.py``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.profiles import PROFILE_DIR
+from udfs import restore_rules as rr
+
+PLACEHOLDER = "<savepoint>"
+_ID = re.compile(r"\b[0-9a-f]{32}\b")
+_KINDS = (
+    ("Cannot map checkpoint/savepoint state", rr.UNMAPPED_STATE),
+    ("Max parallelism mismatch", rr.MAX_PARALLELISM_MISMATCH),
+    ("of the restored state is lower than the configured parallelism", rr.PARALLELISM_ABOVE_MAX),
+    ("There is no operator for the state", rr.NO_OPERATOR_FOR_STATE),
+)
+ASPECTS = ("verdict", "failure", "operator_id", "message")
+
+
+def restore_profile(version: str) -> rr.RestoreProfile:
+    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
+    if "restore" not in raw:
+        raise KeyError(f"profile {version} has no restore rules")
+    return rr.RestoreProfile.from_dict(raw["restore"])
+
+
+def read_cases(path: str | Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_metadata_tar(path: str | Path) -> dict[str, bytes]:
+    """``<case_id>.metadata`` -> the bytes of that case's ``_metadata`` file."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(path, "r:gz") as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                f = tar.extractfile(m)
+                if f is not None:
+                    out[Path(m.name).name] = f.read()
+    return out
+
+
+def saved_from_recorded(case: dict[str, Any]) -> list[rr.SavedOperator]:
+    """The savepoint's operators as Flink itself read them (recorded by the harness)."""
+    return [
+        rr.SavedOperator(
+            operator_id=o["operator_id"],
+            parallelism=int(o["parallelism"]),
+            max_parallelism=int(o["max_parallelism"]),
+            has_state=bool(o["has_state"]),
+            subtask_count=-1 if o.get("fully_finished") else int(o.get("subtask_states", 0)),
+            state_size=int(o.get("state_size", 0)),
+        )
+        for o in case["savepoint"]["operators"]
+    ]
+
+
+def saved_from_metadata(data: bytes) -> list[rr.SavedOperator]:
+    """The savepoint's operators from its ``_metadata`` bytes, through the project's reader."""
+    from udfs.savepoint_metadata import parse_metadata  # helper H4's reader
+
+    md = parse_metadata(data)
+    return [
+        rr.SavedOperator(
+            operator_id=o.operator_id,
+            parallelism=int(o.parallelism),
+            max_parallelism=int(o.max_parallelism),
+            has_state=bool(o.has_state),
+            subtask_count=-1 if o.fully_finished else int(o.subtask_count),
+            state_size=int(o.state_size),
+        )
+        for o in md.operators
+    ]
+
+
+def vertices_from_frame(vertices: Any) -> list[rr.NewVertex]:
+    """``job_vertices`` rows (pandas) -> the rules' vertices."""
+    return [
+        rr.NewVertex(
+            jobvertex_id=r.jobvertex_id,
+            parallelism=int(r.parallelism),
+            max_parallelism=int(r.max_parallelism),
+            operator_ids=list(r.operator_ids),
+            user_operator_ids=[u if isinstance(u, str) and u else None for u in r.user_operator_ids],
+            vertex_order=int(r.vertex_order),
+        )
+        for r in vertices.itertuples(index=False)
+    ]
+
+
+def compute_vertices(spec: dict[str, Any]) -> list[rr.NewVertex]:
+    """The new job's vertices by the project's own per-graph computation (no Spark)."""
+    from udfs.single_graph import compute_one
+
+    _, _, vertices, _ = compute_one(spec)
+    return vertices_from_frame(vertices)
+
+
+@dataclass
+class FlinkAnswer:
+    verdict: str  # RESTORES | FAILS
+    failure: str | None
+    operator_id: str | None
+    message: str | None
+    stage: str | None  # job_init | task | None
+
+
+def flink_answer(case: dict[str, Any], allow: bool) -> FlinkAnswer:
+    sfx = "_allow_non_restored" if allow else ""
+    verdict = case["verdict" + sfx]
+    if verdict == "RESTORED":
+        return FlinkAnswer(rr.RESTORES, None, None, None, None)
+    msg = case["error_message" + sfx] or ""
+    stage = case["failure_stage" + sfx]
+    kind = next((k for text, k in _KINDS if text in msg), None)
+    if stage != "job_init" or kind is None:
+        kind = "TASK:" + str(case["error_class" + sfx])
+    m = _ID.search(msg)
+    return FlinkAnswer(rr.FAILS, kind, m.group(0) if m else None, msg, stage)
+
+
+@dataclass
+class Agreement:
+    """Per aspect: cases compared, cases agreeing; and the task-stage failures counted apart."""
+
+    compared: int = 0
+    agree: dict[str, int] = field(default_factory=lambda: {a: 0 for a in ASPECTS})
+    mismatches: list[str] = field(default_factory=list)
+    task_stage: list[str] = field(default_factory=list)
+
+    def all_agree(self) -> bool:
+        return all(v == self.compared for v in self.agree.values())
+
+
+def compare_case(
+    case: dict[str, Any], saved: list[rr.SavedOperator], vertices: list[rr.NewVertex], allow: bool, agg: Agreement
+) -> rr.Decision:
+    prof = restore_profile(case["flink_version"])
+    ours = rr.decide(saved, vertices, allow, prof, PLACEHOLDER)
+    flink = flink_answer(case, allow)
+    label = f"{case['case_id']} allow={allow}"
+    if flink.stage == "task":
+        agg.task_stage.append(f"{label}: Flink {flink.failure} in a task; tool says {ours.verdict}")
+        return ours
+    agg.compared += 1
+    got = {"verdict": ours.verdict, "failure": ours.failure, "operator_id": ours.operator_id, "message": ours.message}
+    want = {"verdict": flink.verdict, "failure": flink.failure, "operator_id": flink.operator_id, "message": flink.message}
+    for a in ASPECTS:
+        if got[a] == want[a]:
+            agg.agree[a] += 1
+        else:
+            agg.mismatches.append(f"{label} {a}: tool {got[a]!r} vs Flink {want[a]!r}")
+    return ours
+
+
+def run_agreement(
+    cases: Iterable[dict[str, Any]], metadata: dict[str, bytes] | None
+) -> tuple[Agreement, Agreement, int]:
+    """(agreement without, with allowNonRestoredState, cases read through the _metadata reader)."""
+    without, with_allow = Agreement(), Agreement()
+    via_reader = 0
+    for case in cases:
+        data = metadata.get(case["savepoint_metadata"]) if metadata else None
+        if data is not None:
+            saved = saved_from_metadata(data)
+            via_reader += 1
+        else:
+            saved = saved_from_recorded(case)
+        vertices = compute_vertices(case["v2"])
+        compare_case(case, saved, vertices, False, without)
+        compare_case(case, saved, vertices, True, with_allow)
+    return without, with_allow, via_reader

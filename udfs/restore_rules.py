@@ -1,0 +1,252 @@
+"""Flink's restore decision for one (savepoint, new JobGraph) pair, in plain Python.
+
+This is the JobMaster's check at job start, step by step as Flink runs it
+(``Checkpoints.loadAndValidateCheckpoint`` then ``StateAssignmentOperation.assignStates``):
+
+1. every saved operator state, in the order the ``_metadata`` file lists it, is looked up
+   among the new job's operator IDs (generated and user-defined, ``OperatorIDPair``);
+   a match whose saved max parallelism differs from a vertex max parallelism that was
+   *configured* fails ("Max parallelism mismatch"); no match + state fails ("Cannot map
+   checkpoint/savepoint state"), unless allowNonRestoredState; no match + no state is dropped;
+2. (1.9/1.10, FLINK-16638) a state matched only through a user-defined ID then fails the
+   completeness check ("There is no operator for the state"), walked in Java HashMap order;
+3. per vertex, the states are assigned (user-defined ID first when set, since 1.14 only when
+   the savepoint holds state under it: FLINK-13973), and a vertex that received subtask
+   states checks its parallelism against each state's max parallelism.
+
+What differs between Flink lines is data (:class:`RestoreProfile`, read by the pipeline from
+``conf/profiles/<line>.json`` key ``restore``), so this module never compares versions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+RESTORES, FAILS, ERROR = "RESTORES", "FAILS", "ERROR"
+UNMAPPED_STATE = "UNMAPPED_STATE"
+MAX_PARALLELISM_MISMATCH = "MAX_PARALLELISM_MISMATCH"
+PARALLELISM_ABOVE_MAX = "PARALLELISM_ABOVE_MAX"
+NO_OPERATOR_FOR_STATE = "NO_OPERATOR_FOR_STATE"  # 1.9/1.10 completeness check (FLINK-16638)
+
+# Per-saved-operator outcomes.
+MATCHED = "MATCHED"  # restored into the new job
+DROPPED_EMPTY = "DROPPED_EMPTY"  # no new operator, no state: Flink skips it silently
+SKIPPED = "SKIPPED"  # no new operator, has state, allowNonRestoredState: state discarded
+LOST = "LOST"  # no new operator, has state: the restore fails on it
+MATCHED_NOT_ASSIGNED = "MATCHED_NOT_ASSIGNED"  # matched, but the vertex took the other ID's state
+NOT_REACHED = "NOT_REACHED"  # Flink threw before looking at it
+
+MAX_PARALLELISM_DEFAULT = -1  # JobVertex.MAX_PARALLELISM_DEFAULT: not configured
+
+
+@dataclass(frozen=True)
+class RestoreProfile:
+    """The restore rules of one Flink line (``conf/profiles/<line>.json`` -> ``restore``)."""
+
+    # False in 1.9/1.10: the lookup holds generated IDs, expanded with user-defined IDs on the
+    # first miss, and the completeness check then rejects a state matched only that way.
+    user_defined_ids_complete: bool
+    # FLINK-13973 (1.14+): a vertex uses its user-defined ID only if the savepoint holds it.
+    user_defined_id_only_if_saved: bool
+    # "collected_subtask_states" (1.14+: TaskStateAssignment.hasNonFinishedState) or
+    # "any_matched_state" (before: any matched OperatorState makes the task stateful).
+    parallelism_check_when: str
+    # "hashmap" (1.14+: oldState is a HashMap keyed by generated ID) or "operator_order".
+    parallelism_check_order: str
+    messages: dict[str, str]
+
+    @staticmethod
+    def from_dict(raw: dict) -> RestoreProfile:
+        return RestoreProfile(
+            user_defined_ids_complete=bool(raw["user_defined_ids_complete"]),
+            user_defined_id_only_if_saved=bool(raw["user_defined_id_only_if_saved"]),
+            parallelism_check_when=str(raw["parallelism_check_when"]),
+            parallelism_check_order=str(raw["parallelism_check_order"]),
+            messages=dict(raw["messages"]),
+        )
+
+
+@dataclass(frozen=True)
+class SavedOperator:
+    """One operator state of a ``_metadata`` file, as Flink reads it."""
+
+    operator_id: str
+    parallelism: int
+    max_parallelism: int
+    has_state: bool  # any handle in any subtask, or coordinator state
+    subtask_count: int = 0  # subtask states stored (Flink's getNumberCollectedStates); -1: fully finished
+    state_size: int = 0
+
+
+@dataclass(frozen=True)
+class NewVertex:
+    """One JobVertex of the new job (the pipeline's ``job_vertices`` row)."""
+
+    jobvertex_id: str
+    parallelism: int
+    max_parallelism: int  # the head's StreamNode value; -1 = not configured
+    operator_ids: Sequence[str]  # JobVertex.getOperatorIDs() order
+    user_operator_ids: Sequence[str | None]
+    vertex_order: int = 0
+
+    def resolved_max_parallelism(self) -> int:
+        """What ExecutionJobVertex.getMaxParallelism() returns before any restore."""
+        if self.max_parallelism == MAX_PARALLELISM_DEFAULT:
+            return compute_default_max_parallelism(self.parallelism)
+        return self.max_parallelism
+
+    @property
+    def max_parallelism_configured(self) -> bool:
+        return self.max_parallelism != MAX_PARALLELISM_DEFAULT
+
+
+@dataclass
+class OperatorOutcome:
+    operator_index: int  # position in the _metadata file
+    operator_id: str
+    status: str
+    matched_via: str | None = None  # "generated" | "user_defined"
+    jobvertex_id: str | None = None
+    generated_operator_id: str | None = None  # the new operator's generated ID it maps to
+
+
+@dataclass
+class Decision:
+    verdict: str
+    failure: str | None
+    operator_id: str | None
+    message: str | None
+    dropped_operator_ids: list[str]
+    operators: list[OperatorOutcome] = field(default_factory=list)
+
+
+def compute_default_max_parallelism(parallelism: int) -> int:
+    """KeyGroupRangeAssignment.computeDefaultMaxParallelism: min(max(2^ceil(log2(p + p/2)), 128), 32768)."""
+    p = parallelism + parallelism // 2
+    rounded = 1 if p <= 1 else 1 << math.ceil(math.log2(p))
+    return min(max(rounded, 128), 32768)
+
+
+def _java_id_hash(operator_id: str) -> int:
+    """AbstractID.hashCode of an OperatorID printed as hex (lower long first), spread as HashMap.hash."""
+    lower, upper = int(operator_id[:16], 16), int(operator_id[16:], 16)
+    h = (lower ^ (lower >> 32) ^ upper ^ (upper >> 32)) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hashmap_order(ids: Sequence[str], initial_capacity: int) -> list[str]:
+    """Iteration order of a java.util.HashMap<OperatorID, ?> built by inserting ``ids`` in order.
+
+    Buckets in index order, insertion order within a bucket (resizes keep it); the table
+    starts at tableSizeFor(initial_capacity) and doubles while size exceeds 0.75 of it.
+    """
+    cap = 1
+    while cap < max(initial_capacity, 1):
+        cap <<= 1
+    while len(ids) > int(cap * 0.75):
+        cap <<= 1
+    return [i for _, _, i in sorted((_java_id_hash(i) & (cap - 1), n, i) for n, i in enumerate(ids))]
+
+
+def _expected_size_capacity(n: int) -> int:
+    """CollectionUtil.newHashMapWithExpectedSize(n)'s initial capacity."""
+    return n + 1 if n < 3 else int(n / 0.75 + 1.0)
+
+
+def decide(
+    saved: Sequence[SavedOperator],
+    vertices: Sequence[NewVertex],
+    allow_non_restored_state: bool,
+    profile: RestoreProfile,
+    savepoint_pointer: str,
+) -> Decision:
+    """Flink's verdict; the first failure in Flink's own walk order is the one reported."""
+    outcomes = [OperatorOutcome(i, s.operator_id, NOT_REACHED) for i, s in enumerate(saved)]
+    generated: dict[str, tuple[NewVertex, int]] = {}
+    user_defined: dict[str, tuple[NewVertex, int]] = {}
+    for v in vertices:
+        for pos, (gen, usr) in enumerate(zip(v.operator_ids, v.user_operator_ids, strict=True)):
+            generated[gen] = (v, pos)
+            if usr:
+                user_defined[usr] = (v, pos)
+    msgs = profile.messages
+
+    def fail(kind: str, op_id: str, **fmt: object) -> Decision:
+        return Decision(FAILS, kind, op_id, msgs[kind].format(savepoint=savepoint_pointer, **fmt), [], outcomes)
+
+    # (1) Checkpoints.loadAndValidateCheckpoint: file order.
+    matched: dict[str, SavedOperator] = {}  # insertion = file order, like Flink's HashMap puts
+    for i, s in enumerate(saved):
+        hit = generated.get(s.operator_id)
+        via = "generated"
+        if hit is None and s.operator_id in user_defined:
+            hit, via = user_defined[s.operator_id], "user_defined"
+        out = outcomes[i]
+        if hit is not None:
+            v, pos = hit
+            out.matched_via, out.jobvertex_id, out.generated_operator_id = via, v.jobvertex_id, v.operator_ids[pos]
+            if s.max_parallelism != v.resolved_max_parallelism() and v.max_parallelism_configured:
+                out.status = LOST
+                return fail(
+                    MAX_PARALLELISM_MISMATCH,
+                    s.operator_id,
+                    operator_id=s.operator_id,
+                    saved_max=s.max_parallelism,
+                    new_max=v.max_parallelism,
+                )
+            out.status = MATCHED
+            matched[s.operator_id] = s
+        elif allow_non_restored_state:
+            out.status = SKIPPED if s.has_state else DROPPED_EMPTY
+        elif s.has_state:
+            out.status = LOST
+            return fail(UNMAPPED_STATE, s.operator_id, operator_id=s.operator_id)
+        else:
+            out.status = DROPPED_EMPTY
+    by_id = {o.operator_id: o for o in outcomes}
+
+    # (2) StateAssignmentOperation.checkStateMappingCompleteness (HashMap order of matched states).
+    if not profile.user_defined_ids_complete:
+        for op_id in java_hashmap_order(list(matched), len(saved)):
+            if op_id in generated:
+                continue
+            if not allow_non_restored_state:
+                by_id[op_id].status = LOST
+                return fail(NO_OPERATOR_FOR_STATE, op_id, operator_id=op_id)
+            # Only logged ("Skipped checkpoint state"): the state stays, and the vertex that
+            # uses the user-defined ID still restores it below.
+
+    # (3) assignStates: per vertex, which saved state each operator takes, then the parallelism check.
+    local = dict(matched)
+    for v in sorted(vertices, key=lambda x: x.vertex_order):
+        taken: list[tuple[str, SavedOperator]] = []  # (generated id, state)
+        for gen, usr in zip(v.operator_ids, v.user_operator_ids, strict=True):
+            use = usr if usr and (not profile.user_defined_id_only_if_saved or usr in local) else gen
+            state = local.pop(use, None)
+            if state is not None:
+                taken.append((gen, state))
+        if profile.parallelism_check_when == "collected_subtask_states":
+            stateful = any(s.subtask_count > 0 for _, s in taken)
+        else:
+            stateful = bool(taken)
+        if not stateful:
+            continue
+        if profile.parallelism_check_order == "hashmap":
+            order = java_hashmap_order([g for g, _ in taken], _expected_size_capacity(len(v.operator_ids)))
+            states = dict(taken)
+            taken = [(g, states[g]) for g in order]
+        for _, s in taken:
+            if s.max_parallelism < v.parallelism:
+                return fail(
+                    PARALLELISM_ABOVE_MAX,
+                    v.jobvertex_id,
+                    jobvertex_id=v.jobvertex_id,
+                    saved_max=s.max_parallelism,
+                    parallelism=v.parallelism,
+                )
+    for op_id in local:  # matched in step 1 but the vertex restored the other ID's state
+        by_id[op_id].status = MATCHED_NOT_ASSIGNED
+    dropped = [o.operator_id for o in outcomes if o.status in (DROPPED_EMPTY, SKIPPED, MATCHED_NOT_ASSIGNED)]
+    return Decision(RESTORES, None, None, None, dropped, outcomes)
