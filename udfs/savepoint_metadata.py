@@ -1,0 +1,916 @@
+"""Reader of Flink checkpoint / savepoint ``_metadata`` files, in pure Python (no JVM).
+
+The restore check must know, for every saved operator, what Flink itself reads from the file:
+its ID, parallelism, max parallelism, whether it holds state (Flink's definition) and the size
+its handles declare. Flink writes the file with ``DataOutputStream`` (big-endian) and state
+handles carry a one-byte tag but no outer length, so the only honest way to reach operator N+1
+is to parse every handle of operator N field by field, exactly as Flink's deserializer does.
+Every layout below is transcribed from Flink's sources (``Checkpoints``,
+``MetadataV2Serializer`` .. ``MetadataV6Serializer``, ``MetadataV2V3SerializerBase``,
+``ChannelStateHandleSerializerV1/V2`` and 1.9/1.10's ``SavepointV2Serializer``), release line by
+release line; see docs/savepoint-metadata.md for the table of tags and where each came from.
+An unknown version or tag stops the parse with :class:`MetadataError` carrying the byte offset,
+because without the tag's layout the rest of the file cannot be located (never guess).
+
+Two layouts depend on the Flink release and not on the format version (both are format 3):
+Flink 1.11 wrote channel-state handles without the subtask index that 1.12+ write, and Flink
+1.14's changelog handles (tags 8, 9, 10) lack fields that 1.15+ read under the same tags. Pass
+``flink_line="1.11"`` / ``"1.14"`` to read those files; the default is the layout of every
+later release (which is also what a newer Flink would read the file with).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+HEADER_MAGIC = 0x4960672D
+MASTER_STATE_MAGIC = 0xC96B1696
+SUPPORTED_VERSIONS = (2, 3, 4, 5, 6)
+CHECKPOINT_PROPERTIES_CLASS = "org.apache.flink.runtime.checkpoint.CheckpointProperties"
+
+# Tags of MetadataV2V3SerializerBase (identical constants in SavepointV2Serializer for 0-5).
+NULL_HANDLE = 0
+BYTE_STREAM_STATE_HANDLE = 1
+FILE_STREAM_STATE_HANDLE = 2
+KEY_GROUPS_HANDLE = 3
+PARTITIONABLE_OPERATOR_STATE_HANDLE = 4
+INCREMENTAL_KEY_GROUPS_HANDLE = 5
+RELATIVE_STREAM_STATE_HANDLE = 6  # 1.11+
+SAVEPOINT_KEY_GROUPS_HANDLE = 7  # 1.13+
+CHANGELOG_HANDLE = 8  # 1.14+ (layout changed in 1.15)
+CHANGELOG_BYTE_INCREMENT_HANDLE = 9  # 1.14+ (layout changed in 1.15)
+CHANGELOG_FILE_INCREMENT_HANDLE = 10  # 1.14+ (layout changed in 1.15)
+INCREMENTAL_KEY_GROUPS_HANDLE_V2 = 11  # 1.15+
+KEY_GROUPS_HANDLE_V2 = 12  # 1.15+
+CHANGELOG_FILE_INCREMENT_HANDLE_V2 = 13  # 1.16+
+CHANGELOG_HANDLE_V2 = 14  # 1.16+
+SEGMENT_FILE_HANDLE = 15  # 1.20+
+EMPTY_SEGMENT_FILE_HANDLE = 16  # 1.20+
+SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE = 17  # 1.20+
+
+# Tags of ChannelStateHandleSerializerV2 (format 6, Flink 2.1+).
+INPUT_CHANNEL_STATE_HANDLE = 1
+RESULT_SUBPARTITION_STATE_HANDLE = 2
+MERGED_INPUT_CHANNEL_STATE_HANDLE = 3
+MERGED_RESULT_SUBPARTITION_STATE_HANDLE = 4
+
+TAG_NAMES = {
+    NULL_HANDLE: "NULL_HANDLE",
+    BYTE_STREAM_STATE_HANDLE: "BYTE_STREAM_STATE_HANDLE",
+    FILE_STREAM_STATE_HANDLE: "FILE_STREAM_STATE_HANDLE",
+    KEY_GROUPS_HANDLE: "KEY_GROUPS_HANDLE",
+    PARTITIONABLE_OPERATOR_STATE_HANDLE: "PARTITIONABLE_OPERATOR_STATE_HANDLE",
+    INCREMENTAL_KEY_GROUPS_HANDLE: "INCREMENTAL_KEY_GROUPS_HANDLE",
+    RELATIVE_STREAM_STATE_HANDLE: "RELATIVE_STREAM_STATE_HANDLE",
+    SAVEPOINT_KEY_GROUPS_HANDLE: "SAVEPOINT_KEY_GROUPS_HANDLE",
+    CHANGELOG_HANDLE: "CHANGELOG_HANDLE",
+    CHANGELOG_BYTE_INCREMENT_HANDLE: "CHANGELOG_BYTE_INCREMENT_HANDLE",
+    CHANGELOG_FILE_INCREMENT_HANDLE: "CHANGELOG_FILE_INCREMENT_HANDLE",
+    INCREMENTAL_KEY_GROUPS_HANDLE_V2: "INCREMENTAL_KEY_GROUPS_HANDLE_V2",
+    KEY_GROUPS_HANDLE_V2: "KEY_GROUPS_HANDLE_V2",
+    CHANGELOG_FILE_INCREMENT_HANDLE_V2: "CHANGELOG_FILE_INCREMENT_HANDLE_V2",
+    CHANGELOG_HANDLE_V2: "CHANGELOG_HANDLE_V2",
+    SEGMENT_FILE_HANDLE: "SEGMENT_FILE_HANDLE",
+    EMPTY_SEGMENT_FILE_HANDLE: "EMPTY_SEGMENT_FILE_HANDLE",
+    SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE: "SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE",
+}
+CHANNEL_TAG_NAMES = {
+    INPUT_CHANNEL_STATE_HANDLE: "INPUT_CHANNEL_STATE_HANDLE",
+    RESULT_SUBPARTITION_STATE_HANDLE: "RESULT_SUBPARTITION_STATE_HANDLE",
+    MERGED_INPUT_CHANNEL_STATE_HANDLE: "MERGED_INPUT_CHANNEL_STATE_HANDLE",
+    MERGED_RESULT_SUBPARTITION_STATE_HANDLE: "MERGED_RESULT_SUBPARTITION_STATE_HANDLE",
+}
+# Which tags each position accepts (Flink's readers of 1.20+; earlier releases accept a subset).
+STREAM_TAGS = frozenset({0, 1, 2, 3, 6, 15, 16})
+KEYED_TAGS = frozenset({0, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14})
+OPERATOR_TAGS = frozenset({0, 4, 17})
+CHANGELOG_DELTA_TAGS = frozenset({9, 10, 13})
+
+OPERATOR_STATE_MODES = ("SPLIT_DISTRIBUTE", "UNION", "BROADCAST")  # OperatorStateHandle.Mode
+STATE_SCOPES = ("EXCLUSIVE", "SHARED")  # CheckpointedStateScope
+MAX_HANDLE_NESTING = 64  # changelog handles nest keyed handles; Flink itself has no limit but a stack
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U16 = struct.Struct(">H")
+
+
+class MetadataError(ValueError):
+    """A ``_metadata`` file Flink could not read either; ``offset`` is where reading stopped."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"{message} (at byte {offset})")
+        self.message = message
+        self.offset = offset
+
+
+@dataclass
+class Handle:
+    """One deserialized state handle: its type as Flink names it and the size Flink declares."""
+
+    type_name: str
+    state_size: int
+
+    @property
+    def descriptor(self) -> str:
+        return self.type_name
+
+
+@dataclass
+class OperatorState:
+    """One operator state as Flink's deserializer builds it (fields follow Flink's OperatorState)."""
+
+    operator_id: str
+    parallelism: int
+    max_parallelism: int
+    has_state: bool
+    state_size: int
+    subtask_count: int
+    fully_finished: bool
+    finished_subtasks: int
+    operator_name: str | None
+    operator_uid: str | None
+    handle_types: list[str]
+    has_coordinator_state: bool = False
+    has_subtask_state: bool = False  # some subtask's OperatorSubtaskState.hasState()
+    file_offset: int = 0
+
+
+@dataclass
+class SavepointMetadata:
+    """What Flink reads from one ``_metadata`` file, operators in file order."""
+
+    format_version: int
+    checkpoint_id: int
+    operators: list[OperatorState]
+    master_state_count: int
+    trailer_bytes: int
+    body_end: int = 0
+    total_bytes: int = 0
+    unparsed_bytes: int = 0
+    master_state_names: list[str] = field(default_factory=list)
+    trailer_class: str | None = None
+    checkpoint_properties: dict | None = None
+    tags_seen: set[str] = field(default_factory=set)
+
+    def _snapshot_type_fields(self) -> dict:
+        ctype = (self.checkpoint_properties or {}).get("checkpointType")
+        fields = ctype.get("fields") if isinstance(ctype, dict) else None
+        return fields if isinstance(fields, dict) else {}
+
+    @property
+    def snapshot_type(self) -> str | None:
+        """'Savepoint', 'Checkpoint', 'Full Checkpoint'...: CheckpointProperties.checkpointType.name (V4+)."""
+        name = self._snapshot_type_fields().get("name")
+        return name if isinstance(name, str) else None
+
+    @property
+    def savepoint_format(self) -> str | None:
+        """'CANONICAL' / 'NATIVE' for savepoints (V4+ only; SavepointType.formatType), else None."""
+        fmt = self._snapshot_type_fields().get("formatType")
+        return fmt.get("enum") if isinstance(fmt, dict) else None
+
+
+def decode_modified_utf8(raw: bytes, offset: int = 0) -> str:
+    """Java's DataInput.readUTF body: modified UTF-8 (NUL as C0 80, non-BMP as CESU-8 surrogates).
+
+    Java decodes every 1/2/3-byte pattern to one UTF-16 unit without checking overlongs, and
+    rejects 10xxxxxx / 1111xxxx lead bytes. Surrogate pairs are joined; a lone surrogate stays a
+    lone surrogate (Python str can hold it), as in the Java String.
+    """
+    if raw.isascii():
+        return raw.decode("ascii")
+    units: list[int] = []
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        top = c >> 4
+        if top < 8:
+            units.append(c)
+            i += 1
+        elif top in (12, 13):
+            if i + 1 >= n:
+                raise MetadataError("malformed modified UTF-8: partial character at end", offset + i)
+            c2 = raw[i + 1]
+            if c2 & 0xC0 != 0x80:
+                raise MetadataError(f"malformed modified UTF-8 around byte {i + 1} of the string", offset + i + 1)
+            units.append(((c & 0x1F) << 6) | (c2 & 0x3F))
+            i += 2
+        elif top == 14:
+            if i + 2 >= n:
+                raise MetadataError("malformed modified UTF-8: partial character at end", offset + i)
+            c2, c3 = raw[i + 1], raw[i + 2]
+            if c2 & 0xC0 != 0x80 or c3 & 0xC0 != 0x80:
+                raise MetadataError(f"malformed modified UTF-8 around byte {i + 2} of the string", offset + i + 2)
+            units.append(((c & 0x0F) << 12) | ((c2 & 0x3F) << 6) | (c3 & 0x3F))
+            i += 3
+        else:
+            raise MetadataError(f"malformed modified UTF-8 around byte {i} of the string", offset + i)
+    return b"".join(u.to_bytes(2, "big") for u in units).decode("utf-16-be", errors="surrogatepass")
+
+
+class _Reader:
+    """DataInputStream over a bytes object; every short read raises MetadataError at its offset."""
+
+    __slots__ = ("data", "pos", "n")
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+        self.n = len(data)
+
+    def need(self, k: int, what: str) -> None:
+        if k < 0 or self.pos + k > self.n:
+            raise MetadataError(f"truncated file: {what} needs {k} bytes, {self.n - self.pos} left", self.pos)
+
+    def i8(self, what: str = "byte") -> int:
+        self.need(1, what)
+        b = self.data[self.pos]
+        self.pos += 1
+        return b - 256 if b > 127 else b
+
+    def u8(self, what: str = "byte") -> int:
+        self.need(1, what)
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def i32(self, what: str = "int") -> int:
+        self.need(4, what)
+        v = _I32.unpack_from(self.data, self.pos)[0]
+        self.pos += 4
+        return v
+
+    def i64(self, what: str = "long") -> int:
+        self.need(8, what)
+        v = _I64.unpack_from(self.data, self.pos)[0]
+        self.pos += 8
+        return v
+
+    def u16(self, what: str = "short") -> int:
+        self.need(2, what)
+        v = _U16.unpack_from(self.data, self.pos)[0]
+        self.pos += 2
+        return v
+
+    def boolean(self, what: str = "boolean") -> bool:
+        return self.u8(what) != 0
+
+    def skip(self, k: int, what: str) -> None:
+        self.need(k, what)
+        self.pos += k
+
+    def utf(self, what: str = "string") -> str:
+        start = self.pos
+        length = self.u16(what + " length")
+        self.need(length, what)
+        raw = self.data[self.pos : self.pos + length]
+        self.pos += length
+        return decode_modified_utf8(raw, start + 2)
+
+    def count(self, what: str, item_min_bytes: int = 1) -> int:
+        """An int element count; negative (Java: NegativeArraySizeException) or beyond the data fails."""
+        at = self.pos
+        k = self.i32(what)
+        if k < 0:
+            raise MetadataError(f"negative {what}: {k}", at)
+        if k * item_min_bytes > self.n - self.pos:
+            raise MetadataError(f"truncated file: {what} {k} exceeds the remaining {self.n - self.pos} bytes", at)
+        return k
+
+
+@dataclass
+class _Subtask:
+    handles: list[tuple[str, Handle]]  # (kind, handle) for every non-null handle
+    state_size: int
+
+
+class _MetadataParser:
+    """One parse of one file; the instance carries the format version and release dialect."""
+
+    def __init__(self, data: bytes, flink_line: str | None) -> None:
+        self.r = _Reader(data)
+        self.flink_line = flink_line or ""
+        self.legacy_changelog = self.flink_line.startswith("1.14")
+        self.channel_without_subtask = self.flink_line.startswith("1.11")
+        self.version = 0
+        self.tags: set[str] = set()
+
+    # -- header and body ------------------------------------------------------------------------
+
+    def parse(self) -> SavepointMetadata:
+        r = self.r
+        magic = r.i32("magic number") & 0xFFFFFFFF
+        if magic != HEADER_MAGIC:
+            raise MetadataError(
+                f"not a Flink _metadata file: magic number 0x{magic:08x}, expected 0x{HEADER_MAGIC:08x}", 0
+            )
+        self.version = version = r.i32("metadata version")
+        if version == 1:
+            raise MetadataError("metadata version 1 (Flink 1.1 / 1.2) is no longer supported by Flink", 4)
+        if version not in SUPPORTED_VERSIONS:
+            raise MetadataError(f"unknown metadata version {version} (known: 2 to 6)", 4)
+        at = r.pos
+        checkpoint_id = r.i64("checkpoint id")
+        if checkpoint_id < 0:
+            raise MetadataError(f"invalid checkpoint ID: {checkpoint_id}", at)
+        at = r.pos
+        num_master = r.i32("number of master states")
+        if num_master < 0:
+            raise MetadataError(f"invalid number of master states: {num_master}", at)
+        master_names = [self._master_state() for _ in range(num_master)]
+        num_ops = r.count("number of operator states", 16)
+        operators = [self._operator_state() for _ in range(num_ops)]
+        body_end = r.pos
+        trailer_bytes = 0
+        trailer_class = None
+        props = None
+        if version >= 4:
+            obj, end = read_java_serialized_object(r.data, r.pos)
+            trailer_class = obj.get("class") if isinstance(obj, dict) else None
+            if trailer_class != CHECKPOINT_PROPERTIES_CLASS:
+                raise MetadataError(
+                    f"trailer is a serialized {trailer_class!r}, expected {CHECKPOINT_PROPERTIES_CLASS}", r.pos
+                )
+            props = obj.get("fields")
+            trailer_bytes = end - r.pos
+            r.pos = end
+        return SavepointMetadata(
+            format_version=version,
+            checkpoint_id=checkpoint_id,
+            operators=operators,
+            master_state_count=num_master,
+            trailer_bytes=trailer_bytes,
+            body_end=body_end,
+            total_bytes=r.n,
+            unparsed_bytes=r.n - r.pos,
+            master_state_names=master_names,
+            trailer_class=trailer_class,
+            checkpoint_properties=props,
+            tags_seen=self.tags,
+        )
+
+    def _master_state(self) -> str:
+        r = self.r
+        at = r.pos
+        if r.i32("master state magic") & 0xFFFFFFFF != MASTER_STATE_MAGIC:
+            raise MetadataError("incorrect magic number in master state byte sequence", at)
+        at = r.pos
+        num = r.i32("master state length")
+        if num <= 0:
+            raise MetadataError("found zero or negative length for master state bytes", at)
+        r.need(num, "master state bytes")
+        inner = _Reader(r.data[: r.pos + num], r.pos)
+        inner.i32("master state version")
+        name = inner.utf("master state name")
+        inner.skip(inner.count("master state payload length"), "master state payload")
+        if inner.pos != r.pos + num:
+            raise MetadataError("found trailing bytes in master state", inner.pos)
+        r.pos += num
+        return name
+
+    def _operator_state(self) -> OperatorState:
+        r = self.r
+        start = r.pos
+        name = uid = None
+        if self.version >= 5:
+            name = r.utf("operator name") or None
+            uid = r.utf("operator uid") or None
+        r.need(16, "operator id")
+        op_id = r.data[r.pos : r.pos + 16].hex()
+        r.pos += 16
+        parallelism = r.i32("parallelism")
+        max_parallelism = r.i32("max parallelism")
+        coordinator = None
+        if self.version == 2:
+            r.i32("chain length")  # legacy field, ignored by Flink
+        else:
+            at = r.pos
+            coordinator = self._stream_handle(0)
+            if coordinator is not None and coordinator.type_name != "ByteStreamStateHandle":
+                raise MetadataError(f"expected a ByteStreamStateHandle but found a {coordinator.type_name}", at)
+        at = r.pos
+        num_subtasks = r.i32("number of subtask states")
+        fully_finished = False
+        subtasks: dict[int, _Subtask | None] = {}
+        if num_subtasks < 0:
+            if self.version == 2:
+                raise MetadataError(f"negative number of subtask states: {num_subtasks}", at)
+            if coordinator is not None:
+                raise MetadataError("Coordinator State should be null for fully finished operator state", at)
+            fully_finished = True
+        else:
+            if num_subtasks > r.n - r.pos:
+                raise MetadataError(f"truncated file: {num_subtasks} subtask states cannot fit", at)
+            for _ in range(num_subtasks):
+                at = r.pos
+                stored = r.i32("subtask index")
+                finished = self.version >= 3 and stored < 0
+                index = -stored - 1 if finished else stored
+                if index < 0 or index >= parallelism:
+                    raise MetadataError(f"subtask index {index} outside the operator's parallelism {parallelism}", at)
+                # OperatorState.putState: a HashMap, a repeated index replaces the earlier one
+                subtasks[index] = None if finished else self._subtask_state()
+        kinds: set[str] = set()
+        size = 0 if coordinator is None else coordinator.state_size
+        if coordinator is not None:
+            kinds.add("coordinator:" + coordinator.descriptor)
+        has_subtask_handle = False
+        for sub in subtasks.values():
+            if sub is None:
+                continue
+            size += sub.state_size
+            for kind, h in sub.handles:
+                has_subtask_handle = True
+                kinds.add(f"{kind}:{h.descriptor}")
+        return OperatorState(
+            operator_id=op_id,
+            parallelism=parallelism,
+            max_parallelism=max_parallelism,
+            has_state=coordinator is not None or has_subtask_handle,
+            state_size=size,
+            subtask_count=len(subtasks),
+            fully_finished=fully_finished,
+            finished_subtasks=sum(1 for s in subtasks.values() if s is None),
+            operator_name=name,
+            operator_uid=uid,
+            handle_types=sorted(kinds),
+            has_coordinator_state=coordinator is not None,
+            has_subtask_state=has_subtask_handle,
+            file_offset=start,
+        )
+
+    def _subtask_state(self) -> _Subtask:
+        r = self.r
+        handles: list[tuple[str, Handle]] = []
+        if self.version == 2:
+            r.i64("subtask duration")  # removed field, still in the V2 layout
+            at = r.pos
+            legacy = r.i32("legacy state count")
+            if legacy > 0:
+                raise MetadataError(
+                    "Legacy state (from Flink <= 1.1, created through the 'Checkpointed' interface) "
+                    "is no longer supported.",
+                    at,
+                )
+        for kind in ("managed_operator", "raw_operator"):
+            if r.i32(kind + " present flag") != 0:
+                h = self._operator_handle()
+                if h is not None:
+                    handles.append((kind, h))
+        for kind in ("managed_keyed", "raw_keyed"):
+            h = self._keyed_handle(0)
+            if h is not None:
+                handles.append((kind, h))
+        if self.version >= 3:
+            for kind, is_input in (("input_channel", True), ("output_channel", False)):
+                for _ in range(r.count(kind + " state count", 1)):
+                    h = self._channel_handle(is_input)
+                    if h is not None:
+                        handles.append((kind, h))
+        return _Subtask(handles, sum(h.state_size for _, h in handles))
+
+    # -- handles ------------------------------------------------------------------------------------
+
+    def _tag(self, family: str, tag: int, names: dict[int, str]) -> None:
+        self.tags.add(f"{family}:{tag}:{names.get(tag, '?')}")
+
+    def _stream_handle(self, depth: int) -> Handle | None:
+        r = self.r
+        at = r.pos
+        tag = r.u8("stream state handle tag")  # DataInputStream.read(): unsigned
+        if tag not in STREAM_TAGS:
+            raise MetadataError(f"Unknown implementation of StreamStateHandle, code: {tag}", at)
+        self._tag("stream", tag, TAG_NAMES)
+        if tag == NULL_HANDLE:
+            return None
+        if tag == FILE_STREAM_STATE_HANDLE:
+            size = r.i64("file state size")
+            r.utf("file path")
+            return Handle("FileStateHandle", size)
+        if tag == BYTE_STREAM_STATE_HANDLE:
+            r.utf("handle name")
+            n = r.count("inline state length")
+            r.skip(n, "inline state bytes")
+            return Handle("ByteStreamStateHandle", n)
+        if tag == RELATIVE_STREAM_STATE_HANDLE:
+            r.utf("relative path")
+            size = r.i64("relative file state size")
+            return Handle("RelativeFileStateHandle", size)
+        if tag == KEY_GROUPS_HANDLE:
+            return self._key_groups_body("KeyGroupsStateHandle", depth)
+        if tag == SEGMENT_FILE_HANDLE:
+            r.i64("segment start position")
+            size = r.i64("segment state size")
+            at_scope = r.pos
+            scope = r.i32("segment scope")
+            if not 0 <= scope < len(STATE_SCOPES):
+                raise MetadataError(f"invalid CheckpointedStateScope ordinal {scope}", at_scope)
+            r.utf("segment file path")
+            r.utf("logical file id")
+            return Handle("SegmentFileStateHandle", size)
+        return Handle("EmptySegmentFileStateHandle", 0)  # EMPTY_SEGMENT_FILE_HANDLE: the 0-byte singleton
+
+    def _key_groups_body(self, type_name: str, depth: int) -> Handle:
+        r = self.r
+        r.i32("start key group")
+        num = r.count("number of key groups", 8)
+        r.skip(8 * num, "key-group offsets")
+        delegate = self._stream_handle(depth + 1)
+        return Handle(f"{type_name}({_desc(delegate)})", 0 if delegate is None else delegate.state_size)
+
+    def _keyed_handle(self, depth: int) -> Handle | None:
+        r = self.r
+        at = r.pos
+        if depth > MAX_HANDLE_NESTING:
+            raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
+        tag = r.i8("keyed state handle tag")  # DataInputStream.readByte(): signed
+        if tag not in KEYED_TAGS:
+            raise MetadataError(f"Reading invalid KeyedStateHandle, type: {tag}", at)
+        self._tag("keyed", tag, TAG_NAMES)
+        if tag == NULL_HANDLE:
+            return None
+        if tag in (KEY_GROUPS_HANDLE, KEY_GROUPS_HANDLE_V2, SAVEPOINT_KEY_GROUPS_HANDLE):
+            name = "KeyGroupsSavepointStateHandle" if tag == SAVEPOINT_KEY_GROUPS_HANDLE else "KeyGroupsStateHandle"
+            h = self._key_groups_body(name, depth)
+            if tag == KEY_GROUPS_HANDLE_V2:
+                r.utf("state handle id")
+            return h
+        if tag in (INCREMENTAL_KEY_GROUPS_HANDLE, INCREMENTAL_KEY_GROUPS_HANDLE_V2):
+            return self._incremental(tag == INCREMENTAL_KEY_GROUPS_HANDLE_V2, depth)
+        if tag in (CHANGELOG_HANDLE, CHANGELOG_HANDLE_V2):
+            return self._changelog_backend(tag, depth)
+        if tag == CHANGELOG_BYTE_INCREMENT_HANDLE:
+            r.i32("start key group")
+            r.i32("number of key groups")
+            r.i64("sequence number from")
+            r.i64("sequence number to")
+            size = 0
+            for _ in range(r.count("number of state changes", 8)):
+                r.i32("key group")
+                n = r.count("state change length")
+                r.skip(n, "state change bytes")
+                size += n
+            if not self.legacy_changelog:
+                r.utf("state handle id")
+            return Handle("InMemoryChangelogStateHandle", size)
+        # CHANGELOG_FILE_INCREMENT_HANDLE (10) / _V2 (13)
+        r.i32("start key group")
+        r.i32("number of key groups")
+        inner: set[str] = set()
+        for _ in range(r.count("number of changelog stream handles", 9)):
+            r.i64("changelog offset")
+            inner.add(_desc(self._stream_handle(depth + 1)))
+        size = r.i64("changelog state size")
+        if not self.legacy_changelog:
+            r.i64("checkpointed size")
+            r.utf("state handle id")
+            if tag == CHANGELOG_FILE_INCREMENT_HANDLE_V2:
+                r.utf("storage identifier")
+        return Handle(f"ChangelogStateHandleStreamImpl([{', '.join(sorted(inner))}])", size)
+
+    def _incremental(self, v2: bool, depth: int) -> Handle:
+        r = self.r
+        r.i64("incremental checkpoint id")
+        r.utf("backend identifier")
+        r.i32("start key group")
+        r.i32("number of key groups")
+        if v2:
+            r.i64("checkpointed size")
+        meta = self._stream_handle(depth + 1)
+        size = 0 if meta is None else meta.state_size
+        parts = []
+        for what in ("shared", "private"):
+            kinds: set[str] = set()
+            for _ in range(r.count(f"number of {what} state handles", 3)):
+                r.utf(f"{what} state key")
+                h = self._stream_handle(depth + 1)
+                if h is not None:  # streamSubHandles() filters nulls
+                    size += h.state_size
+                    kinds.add(h.descriptor)
+            parts.append(f"{what}=[{', '.join(sorted(kinds))}]")
+        if v2:
+            r.utf("state handle id")
+        return Handle(f"IncrementalRemoteKeyedStateHandle(meta={_desc(meta)}, {parts[0]}, {parts[1]})", size)
+
+    def _changelog_backend(self, tag: int, depth: int) -> Handle:
+        r = self.r
+        r.i32("start key group")
+        r.i32("number of key groups")
+        if not self.legacy_changelog:
+            r.i64("checkpointed size")
+        size = 0
+        materialized: set[str] = set()
+        for _ in range(r.count("number of materialized handles", 1)):
+            h = self._keyed_handle(depth + 1)
+            if h is not None:  # Flink drops (and logs) null materialized handles
+                size += h.state_size
+                materialized.add(h.descriptor)
+        delta: set[str] = set()
+        for _ in range(r.count("number of non-materialized handles", 1)):
+            at = r.pos
+            h = self._keyed_handle(depth + 1)
+            if h is not None:
+                if not (
+                    h.type_name.startswith("InMemoryChangelogStateHandle")
+                    or h.type_name.startswith("ChangelogStateHandleStreamImpl")
+                ):
+                    raise MetadataError(f"{h.type_name} cannot be cast to ChangelogStateHandle", at)
+                size += h.state_size
+                delta.add(h.descriptor)
+        if not self.legacy_changelog:
+            r.i64("materialization id")
+            if tag == CHANGELOG_HANDLE_V2:
+                r.i64("checkpoint id")
+            r.utf("state handle id")
+        return Handle(
+            f"ChangelogStateBackendHandleImpl(materialized=[{', '.join(sorted(materialized))}], "
+            f"nonMaterialized=[{', '.join(sorted(delta))}])",
+            size,
+        )
+
+    def _operator_handle(self) -> Handle | None:
+        r = self.r
+        at = r.pos
+        tag = r.i8("operator state handle tag")
+        if tag not in OPERATOR_TAGS:
+            raise MetadataError(f"Reading invalid OperatorStateHandle, type: {tag}", at)
+        self._tag("operator", tag, TAG_NAMES)
+        if tag == NULL_HANDLE:
+            return None
+        for _ in range(r.count("number of operator state names", 7)):
+            r.utf("operator state name")
+            at = r.pos
+            mode = r.i8("distribution mode")
+            if not 0 <= mode < len(OPERATOR_STATE_MODES):
+                raise MetadataError(f"invalid OperatorStateHandle.Mode ordinal {mode}", at)
+            r.skip(8 * r.count("number of partition offsets", 8), "partition offsets")
+        if tag == SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE:
+            r.utf("task-owned directory")
+            r.utf("shared directory")
+            empty = r.boolean("empty flag")
+            at = r.pos
+            delegate = self._stream_handle(1)
+            if delegate is None or not delegate.type_name.endswith("SegmentFileStateHandle"):
+                raise MetadataError("file-merging operator state needs a SegmentFileStateHandle delegate", at)
+            name = "EmptyFileMergingOperatorStreamStateHandle" if empty else "FileMergingOperatorStreamStateHandle"
+            return Handle(f"{name}({_desc(delegate)})", delegate.state_size)
+        delegate = self._stream_handle(1)
+        return Handle(f"OperatorStreamStateHandle({_desc(delegate)})", 0 if delegate is None else delegate.state_size)
+
+    def _channel_handle(self, is_input: bool) -> Handle:
+        r = self.r
+        base = "InputChannelStateHandle" if is_input else "ResultSubpartitionStateHandle"
+        if self.version >= 6:  # ChannelStateHandleSerializerV2: tagged
+            at = r.pos
+            tag = r.u8("channel state handle tag")
+            plain = INPUT_CHANNEL_STATE_HANDLE if is_input else RESULT_SUBPARTITION_STATE_HANDLE
+            merged = MERGED_INPUT_CHANNEL_STATE_HANDLE if is_input else MERGED_RESULT_SUBPARTITION_STATE_HANDLE
+            if tag not in (plain, merged):
+                kind = "input" if is_input else "output"
+                raise MetadataError(f"Unknown {kind} state handle type: {tag}", at)
+            self._tag("channel", tag, CHANNEL_TAG_NAMES)
+            if tag == merged:
+                r.i32("subtask index")
+                size = r.i64("channel state size")
+                delegate = self._stream_handle(1)
+                r.skip(r.count("serialized channel offsets length"), "serialized channel offsets")
+                return Handle(f"Merged{base}({_desc(delegate)})", size)
+        if not self.channel_without_subtask:
+            r.i32("subtask index")
+        r.i32("channel info gate/partition index")
+        r.i32("channel info channel/subpartition index")
+        r.skip(8 * r.count("number of channel offsets", 8), "channel offsets")
+        size = r.i64("channel state size")
+        delegate = self._stream_handle(1)
+        return Handle(f"{base}({_desc(delegate)})", size)
+
+
+def _desc(h: Handle | None) -> str:
+    return "null" if h is None else h.descriptor
+
+
+def parse_metadata(data: bytes, flink_line: str | None = None) -> SavepointMetadata:
+    """Parse one ``_metadata`` file as Flink's ``Checkpoints.loadCheckpointMetadata`` would.
+
+    ``flink_line`` ('1.11', '1.14', ...) only matters for the two release-specific layouts
+    described in the module docstring. Raises MetadataError(message, offset) on anything Flink
+    could not read (bad magic, unknown version or tag, truncation, malformed string, ...).
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"parse_metadata needs bytes, got {type(data).__name__}")
+    return _MetadataParser(bytes(data), flink_line).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+#  Java object serialization (the V4+ trailer: ObjectOutputStream.writeObject(CheckpointProperties))
+# ---------------------------------------------------------------------------------------------
+
+_STREAM_MAGIC = 0xACED
+_STREAM_VERSION = 5
+TC_NULL, TC_REFERENCE, TC_CLASSDESC, TC_OBJECT, TC_STRING, TC_ARRAY, TC_CLASS = range(0x70, 0x77)
+TC_BLOCKDATA, TC_ENDBLOCKDATA, TC_RESET, TC_BLOCKDATALONG, TC_EXCEPTION, TC_LONGSTRING = range(0x77, 0x7D)
+TC_PROXYCLASSDESC, TC_ENUM = 0x7D, 0x7E
+_BASE_HANDLE = 0x7E0000
+SC_WRITE_METHOD, SC_SERIALIZABLE, SC_EXTERNALIZABLE, SC_BLOCK_DATA, SC_ENUM = 0x01, 0x02, 0x04, 0x08, 0x10
+_PRIM_SIZES = {"B": 1, "C": 2, "D": 8, "F": 4, "I": 4, "J": 8, "S": 2, "Z": 1}
+
+
+@dataclass
+class _ClassDesc:
+    name: str
+    flags: int
+    fields: list[tuple[str, str]]  # (typecode, name)
+    superclass: _ClassDesc | None
+
+
+class _JavaStream:
+    """Just enough of the Java serialization grammar (JOSS, protocol 2) to walk one object graph.
+
+    Used to verify that the V4+ trailer is exactly one serialized CheckpointProperties and to
+    know its byte extent; field values of primitive and String/enum type are decoded.
+    """
+
+    def __init__(self, r: _Reader) -> None:
+        self.r = r
+        self.handles: list[object] = []
+        self.depth = 0
+
+    def content(self) -> object:
+        r = self.r
+        at = r.pos
+        tc = r.u8("serialization type code")
+        if tc == TC_NULL:
+            return None
+        if tc == TC_REFERENCE:
+            h = r.i32("handle") - _BASE_HANDLE
+            if not 0 <= h < len(self.handles):
+                raise MetadataError(f"Java serialization: invalid back reference {h + _BASE_HANDLE:#x}", at)
+            return self.handles[h]
+        if tc in (TC_STRING, TC_LONGSTRING):
+            s = self._string_body(tc)
+            self.handles.append(s)
+            return s
+        if tc in (TC_CLASSDESC, TC_PROXYCLASSDESC):
+            r.pos = at
+            return self.class_desc()
+        if tc == TC_CLASS:
+            desc = self.class_desc()
+            self.handles.append(desc)
+            return {"class_of": desc.name if desc else None}
+        if tc == TC_ENUM:
+            desc = self.class_desc()
+            slot = len(self.handles)
+            self.handles.append(None)
+            name = self.content()
+            value = {"enum": name, "class": desc.name if desc else None}
+            self.handles[slot] = value
+            return value
+        if tc == TC_ARRAY:
+            desc = self.class_desc()
+            slot = len(self.handles)
+            self.handles.append(None)
+            n = r.count("array length", 1)
+            elem = desc.name[1:2] if desc else "L"
+            if elem in _PRIM_SIZES:
+                r.skip(n * _PRIM_SIZES[elem], "array elements")
+                value = {"array": desc.name if desc else None, "length": n}
+            else:
+                value = {"array": desc.name if desc else None, "items": [self.nested() for _ in range(n)]}
+            self.handles[slot] = value
+            return value
+        if tc == TC_OBJECT:
+            desc = self.class_desc()
+            slot = len(self.handles)
+            obj: dict = {"class": desc.name if desc else None, "fields": {}}
+            self.handles.append(obj)
+            chain = []
+            d = desc
+            while d is not None:
+                chain.append(d)
+                d = d.superclass
+            for d in reversed(chain):
+                if d.flags & SC_EXTERNALIZABLE:
+                    if not d.flags & SC_BLOCK_DATA:
+                        raise MetadataError("Java serialization: externalizable without block data", r.pos)
+                    self.annotation()
+                    continue
+                for code, fname in d.fields:
+                    obj["fields"][fname] = self.field_value(code)
+                if d.flags & SC_WRITE_METHOD:
+                    self.annotation()
+            self.handles[slot] = obj
+            return obj
+        if tc in (TC_BLOCKDATA, TC_BLOCKDATALONG):
+            n = r.u8("block length") if tc == TC_BLOCKDATA else r.count("block length")
+            r.skip(n, "block data")
+            return {"block": n}
+        if tc == TC_RESET:
+            self.handles.clear()
+            return self.content()
+        raise MetadataError(f"Java serialization: unexpected type code 0x{tc:02x}", at)
+
+    def nested(self) -> object:
+        self.depth += 1
+        if self.depth > MAX_HANDLE_NESTING:
+            raise MetadataError("Java serialization: objects nested too deeply", self.r.pos)
+        try:
+            return self.content()
+        finally:
+            self.depth -= 1
+
+    def _string_body(self, tc: int) -> str:
+        r = self.r
+        if tc == TC_STRING:
+            return r.utf("serialized string")
+        start = r.pos
+        n = r.i64("long string length")
+        if n < 0:
+            raise MetadataError("Java serialization: negative string length", start)
+        r.need(n, "long string")
+        s = decode_modified_utf8(r.data[r.pos : r.pos + n], r.pos)
+        r.pos += n
+        return s
+
+    def class_desc(self) -> _ClassDesc | None:
+        r = self.r
+        at = r.pos
+        tc = r.u8("class descriptor type code")
+        if tc == TC_NULL:
+            return None
+        if tc == TC_REFERENCE:
+            h = r.i32("handle") - _BASE_HANDLE
+            if not 0 <= h < len(self.handles) or not isinstance(self.handles[h], _ClassDesc):
+                raise MetadataError("Java serialization: back reference is not a class descriptor", at)
+            return self.handles[h]  # type: ignore[return-value]
+        if tc == TC_PROXYCLASSDESC:
+            slot = len(self.handles)
+            self.handles.append(None)
+            for _ in range(r.count("proxy interface count", 2)):
+                r.utf("proxy interface name")
+            self.annotation()
+            desc = _ClassDesc("<proxy>", SC_SERIALIZABLE, [], None)
+            self.handles[slot] = desc
+            desc.superclass = self.class_desc()
+            return desc
+        if tc != TC_CLASSDESC:
+            raise MetadataError(f"Java serialization: expected a class descriptor, got 0x{tc:02x}", at)
+        name = r.utf("class name")
+        r.i64("serialVersionUID")
+        desc = _ClassDesc(name, 0, [], None)
+        self.handles.append(desc)
+        desc.flags = r.u8("class flags")
+        for _ in range(r.u16("field count")):
+            at_code = r.pos
+            code = chr(r.u8("field type code"))
+            fname = r.utf("field name")
+            if code in "L[":
+                self.nested()  # the field's type name: a String or a back reference
+            elif code not in _PRIM_SIZES:
+                raise MetadataError(f"Java serialization: unknown field type code {code!r}", at_code)
+            desc.fields.append((code, fname))
+        self.annotation()
+        desc.superclass = self.class_desc()
+        return desc
+
+    def annotation(self) -> None:
+        """Class / object annotations: contents up to TC_ENDBLOCKDATA."""
+        r = self.r
+        while True:
+            r.need(1, "annotation")
+            if r.data[r.pos] == TC_ENDBLOCKDATA:
+                r.pos += 1
+                return
+            self.nested()
+
+    def field_value(self, code: str) -> object:
+        r = self.r
+        if code == "Z":
+            return r.boolean("boolean field")
+        if code == "B":
+            return r.i8("byte field")
+        if code == "I":
+            return r.i32("int field")
+        if code == "J":
+            return r.i64("long field")
+        if code in _PRIM_SIZES:
+            r.skip(_PRIM_SIZES[code], "primitive field")
+            return None
+        return self.nested()
+
+
+def read_java_serialized_object(data: bytes, offset: int) -> tuple[object, int]:
+    """Read one ``ObjectOutputStream`` stream (header + one object) at ``offset``; return it and its end."""
+    r = _Reader(data, offset)
+    at = r.pos
+    magic = r.u16("Java serialization magic")
+    version = r.u16("Java serialization version")
+    if magic != _STREAM_MAGIC or version != _STREAM_VERSION:
+        raise MetadataError(
+            f"expected a Java serialization stream (ACED0005) for the checkpoint properties, "
+            f"found {magic:04X}{version:04X}",
+            at,
+        )
+    obj = _JavaStream(r).content()
+    return obj, r.pos
