@@ -159,8 +159,8 @@ def compare_case(
         agg.task_stage.append(f"{label}: Flink {flink.failure} in a task; tool says {ours.verdict}")
         return ours
     agg.compared += 1
-    got = {"verdict": ours.verdict, "failure": ours.failure, "operator_id": ours.operator_id, "message": ours.message}
-    want = {"verdict": flink.verdict, "failure": flink.failure, "operator_id": flink.operator_id, "message": flink.message}
+    got = {a: getattr(ours, a) for a in ASPECTS}
+    want = {a: getattr(flink, a) for a in ASPECTS}
     for a in ASPECTS:
         if got[a] == want[a]:
             agg.agree[a] += 1
@@ -186,3 +186,59 @@ def run_agreement(
         compare_case(case, saved, vertices, False, without)
         compare_case(case, saved, vertices, True, with_allow)
     return without, with_allow, via_reader
+
+
+def view_of(spec: dict[str, Any]) -> Any:
+    """A job version's GraphView by the project's own per-graph computation (no Spark)."""
+    import pandas as pd
+
+    from udfs.restore_fix import graph_view
+    from udfs.single_graph import compute_one
+
+    nodes, operators, _, _ = compute_one(spec)
+    edges = pd.DataFrame(spec.get("edges", []), columns=["source", "target"])
+    return graph_view(nodes, edges, operators, spec.get("chaining_enabled", True))
+
+
+def apply_patches(spec: dict[str, Any], patches: Iterable[tuple[int, str, object]]) -> dict[str, Any]:
+    """A copy of ``spec`` with node fields set (a fix as the user would write it in code)."""
+    out = json.loads(json.dumps(spec))
+    by_id = {n["id"]: n for n in out["nodes"]}
+    for node_id, fld, value in patches:
+        by_id[node_id][fld] = value
+    return out
+
+
+def fixes_for(case: dict[str, Any], saved: list[rr.SavedOperator]) -> list[Any]:
+    """The explained fixes for every problem of the case's v2 (not only the first that Flink reports)."""
+    from udfs.restore_fix import explain, max_parallelism_fix, parallelism_fixes
+
+    vertices = compute_vertices(case["v2"])
+    probs = rr.all_problems(saved, vertices)
+    old, new = view_of(case["v1"]), view_of(case["v2"])
+    heads = {n.jobvertex_id: n.node_id for n in new.nodes if n.operator_id == n.jobvertex_id}
+    out = [explain(saved[i].operator_id, old, new) for i in probs.unmapped]
+    out += [
+        max_parallelism_fix(saved[i].operator_id, saved[i].max_parallelism, new, heads[v.jobvertex_id])
+        for i, v in probs.max_parallelism
+    ]
+    for v, lowest in probs.parallelism:
+        out += parallelism_fixes(v.jobvertex_id, lowest, new)
+    return out
+
+
+def prove_fixes(case: dict[str, Any], saved: list[rr.SavedOperator], rounds: int = 3) -> tuple[list[Any], rr.Decision]:
+    """Apply the fixes to v2, recompute its JobGraph, decide again; a fix can uncover the next problem
+    (a pinned operator now maps into a vertex with another max parallelism), so up to ``rounds`` rounds."""
+    from udfs.restore_fix import ALLOW_NON_RESTORED, dedupe
+
+    prof = restore_profile(case["flink_version"])
+    spec, fixes = case["v2"], []
+    for _ in range(rounds):
+        new = fixes_for({**case, "v2": spec}, saved)
+        if not new:
+            break
+        fixes = dedupe(fixes + new)
+        spec = apply_patches(case["v2"], [f.patch for f in fixes if f.patch])
+    allow = any(f.fix_code == ALLOW_NON_RESTORED for f in fixes)
+    return fixes, rr.decide(saved, compute_vertices(spec), allow, prof, PLACEHOLDER)

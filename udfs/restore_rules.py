@@ -250,3 +250,35 @@ def decide(
         by_id[op_id].status = MATCHED_NOT_ASSIGNED
     dropped = [o.operator_id for o in outcomes if o.status in (DROPPED_EMPTY, SKIPPED, MATCHED_NOT_ASSIGNED)]
     return Decision(RESTORES, None, None, None, dropped, outcomes)
+
+
+@dataclass
+class Problems:
+    """Everything that stops the restore, not only the first one Flink reports (for fixes)."""
+
+    unmapped: list[int]  # indexes of saved operators with state that no new operator ID matches
+    max_parallelism: list[tuple[int, NewVertex]]  # matched, configured max parallelism differs
+    parallelism: list[tuple[NewVertex, int]]  # vertex, lowest saved max parallelism below its parallelism
+
+
+def all_problems(saved: Sequence[SavedOperator], vertices: Sequence[NewVertex]) -> Problems:
+    lookup: dict[str, NewVertex] = {}
+    for v in vertices:
+        for gen, usr in zip(v.operator_ids, v.user_operator_ids, strict=True):
+            lookup[gen] = v
+            if usr:
+                lookup.setdefault(usr, v)
+    out = Problems([], [], [])
+    lowest: dict[str, int] = {}
+    for i, s in enumerate(saved):
+        v = lookup.get(s.operator_id)
+        if v is None:
+            if s.has_state:
+                out.unmapped.append(i)
+            continue
+        if v.max_parallelism_configured and s.max_parallelism != v.max_parallelism:
+            out.max_parallelism.append((i, v))
+        if s.subtask_count > 0 and s.max_parallelism < v.parallelism:
+            lowest[v.jobvertex_id] = min(lowest.get(v.jobvertex_id, s.max_parallelism), s.max_parallelism)
+    out.parallelism = [(v, lowest[v.jobvertex_id]) for v in vertices if v.jobvertex_id in lowest]
+    return out
