@@ -1,0 +1,193 @@
+package org.flinkjobgraph.restore;
+
+import org.apache.flink.api.common.functions.FilterFunction;
+import org.apache.flink.api.common.functions.FlatMapFunction;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.functions.ReduceFunction;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The user functions of the generated programs. All are real stateful/stateless functions: the
+ * state they register is what ends up in the savepoint, so a restore attempt exercises Flink's real
+ * state assignment and (for keyed state) its real serializer compatibility checks.
+ */
+public final class Fns {
+    private Fns() {}
+
+    /** Records emitted by all sources of the running job (MiniCluster runs in this JVM). */
+    public static final AtomicLong EMITTED = new AtomicLong();
+
+    // ------------------------------------------------------------------ keys
+
+    public static final class LongKey implements KeySelector<Long, Long> {
+        final int mod;
+
+        public LongKey(int mod) {
+            this.mod = mod;
+        }
+
+        @Override
+        public Long getKey(Long v) {
+            return v % mod;
+        }
+    }
+
+    public static final class StringKey implements KeySelector<Long, String> {
+        final int mod;
+
+        public StringKey(int mod) {
+            this.mod = mod;
+        }
+
+        @Override
+        public String getKey(Long v) {
+            return Long.toString(v % mod);
+        }
+    }
+
+    // ------------------------------------------------------------------ stateless
+
+    public static final class MapFn implements MapFunction<Long, Long> {
+        @Override
+        public Long map(Long v) {
+            return v + 1;
+        }
+    }
+
+    public static final class FilterFn implements FilterFunction<Long> {
+        @Override
+        public boolean filter(Long v) {
+            return v % 7 != 3;
+        }
+    }
+
+    public static final class FlatMapFn implements FlatMapFunction<Long, Long> {
+        @Override
+        public void flatMap(Long v, Collector<Long> out) {
+            out.collect(v);
+        }
+    }
+
+    public static final class ProcessFn extends ProcessFunction<Long, Long> {
+        @Override
+        public void processElement(Long v, Context ctx, Collector<Long> out) {
+            out.collect(v);
+        }
+    }
+
+    public static final class SumReduce implements ReduceFunction<Long> {
+        @Override
+        public Long reduce(Long a, Long b) {
+            return a + b;
+        }
+    }
+
+    // ------------------------------------------------------------------ keyed state
+
+    /** KCOUNT: keyed ValueState "count" (works with any key type). */
+    public static final class CountFn<K> extends KeyedProcessFunction<K, Long, Long> {
+        private transient ValueState<Long> count;
+
+        @Override
+        public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
+            if (count == null) {
+                count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+            }
+            Long c = count.value();
+            count.update(c == null ? 1L : c + 1);
+            out.collect(v);
+        }
+    }
+
+    /** KHIST: keyed MapState "histogram" plus a processing-time timer per key. */
+    public static final class HistFn<K> extends KeyedProcessFunction<K, Long, Long> {
+        private transient MapState<Long, Long> hist;
+
+        @Override
+        public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
+            if (hist == null) {
+                hist = getRuntimeContext().getMapState(
+                        new MapStateDescriptor<>("histogram", Types.LONG, Types.LONG));
+            }
+            long b = v % 10;
+            Long c = hist.get(b);
+            hist.put(b, c == null ? 1L : c + 1);
+            ctx.timerService().registerProcessingTimeTimer(
+                    ctx.timerService().currentProcessingTime() + 3_600_000L);
+            out.collect(v);
+        }
+    }
+
+    /** KRECENT: keyed ValueState "last-seen" plus an event-time-free processing timer. */
+    public static final class RecentFn<K> extends KeyedProcessFunction<K, Long, Long> {
+        private transient ValueState<Long> last;
+
+        @Override
+        public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
+            if (last == null) {
+                last = getRuntimeContext().getState(new ValueStateDescriptor<>("last-seen", Types.LONG));
+            }
+            last.update(v);
+            ctx.timerService().registerProcessingTimeTimer(
+                    (ctx.timerService().currentProcessingTime() / 60_000L + 60) * 60_000L);
+            out.collect(v);
+        }
+    }
+
+    // ------------------------------------------------------------------ operator state
+
+    /** BUFFER / BUFFER_UNION: operator ListState "buffer" (split-distribute or union). */
+    public static final class BufferFn extends RichMapFunction<Long, Long> implements CheckpointedFunction {
+        final boolean union;
+        private transient ListState<Long> state;
+        private transient List<Long> buffer;
+
+        public BufferFn(boolean union) {
+            this.union = union;
+        }
+
+        @Override
+        public Long map(Long v) {
+            buffer.add(v);
+            if (buffer.size() > 16) {
+                buffer.remove(0);
+            }
+            return v;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            state.update(new ArrayList<>(buffer));
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            ListStateDescriptor<Long> d = new ListStateDescriptor<>("buffer", Types.LONG);
+            state = union
+                    ? context.getOperatorStateStore().getUnionListState(d)
+                    : context.getOperatorStateStore().getListState(d);
+            buffer = new ArrayList<>();
+            for (Long x : state.get()) {
+                buffer.add(x);
+            }
+        }
+    }
+}

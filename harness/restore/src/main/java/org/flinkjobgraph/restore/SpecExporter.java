@@ -1,0 +1,321 @@
+package org.flinkjobgraph.restore;
+
+import org.apache.flink.streaming.api.graph.StreamEdge;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.apache.flink.streaming.api.graph.StreamNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.jar.Manifest;
+
+/**
+ * Copy of harness/ StreamGraphSpecExporter (owned by another helper; copied so that both builds
+ * stay independent), without the source_id_order field, to match shared/vectors/restore.
+ *
+ * <p>Exports a Flink {@link StreamGraph} as a stream-graph spec (SPEC.md section 1), the input
+ * format of flink-jobgraph.
+ *
+ * <p>Usable from a user's own job: build the job as usual, then instead of (or before)
+ * {@code env.execute()} call
+ *
+ * <pre>
+ *   String json = SpecExporter.exportJson(env.getStreamGraph(), "my-job@v1");
+ * </pre>
+ *
+ * <p>Note that {@code env.getStreamGraph()} clears the environment's transformations by default;
+ * use {@code env.getStreamGraph(false)} (1.x) if the job is executed afterwards.
+ */
+public final class SpecExporter {
+    private SpecExporter() {}
+
+    /** The spec JSON of {@code streamGraph} (one line, no trailing newline). */
+    public static String exportJson(StreamGraph streamGraph, String graphId) {
+        return Json.write(export(streamGraph, graphId));
+    }
+
+    /** The spec as an ordered map (graph fields, nodes, edges). */
+    public static Map<String, Object> export(StreamGraph sg, String graphId) {
+        Map<String, Object> g = new LinkedHashMap<>();
+        g.put("graph_id", graphId);
+        g.put("job_name", sg.getJobName());
+        g.put("flink_version", flinkLine());
+        g.put("chaining_enabled", sg.isChainingEnabled());
+        g.put(
+                "chain_operators_with_different_max_parallelism",
+                Refl.call(sg, "isChainingOfOperatorsWithDifferentMaxParallelismEnabled", true));
+        g.put("dynamic", Refl.call(sg, "isDynamic", false));
+        Object jobType = Refl.call(sg, "getJobType", null);
+        g.put("job_type", jobType == null ? "STREAMING" : jobType.toString());
+
+        List<StreamNode> nodes = new ArrayList<>(sg.getStreamNodes());
+        nodes.sort(Comparator.comparingInt(StreamNode::getId));
+        Collection<Integer> sourceIds = sg.getSourceIDs();
+        List<Object> outNodes = new ArrayList<>();
+        for (StreamNode n : nodes) {
+            outNodes.add(node(n, sourceIds));
+        }
+        g.put("nodes", outNodes);
+
+        List<Object> outEdges = new ArrayList<>();
+        for (StreamEdge e : orderedEdges(nodes)) {
+            outEdges.add(edge(e));
+        }
+        g.put("edges", outEdges);
+        return g;
+    }
+
+    static Map<String, Object> node(StreamNode n, Collection<Integer> sourceIds) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        Object factory = n.getOperatorFactory();
+        m.put("id", n.getId());
+        m.put("name", n.getOperatorName());
+        m.put("uid", n.getTransformationUID());
+        m.put("uid_hash", n.getUserHash());
+        m.put("parallelism", n.getParallelism());
+        m.put("max_parallelism", Refl.call(n, "getMaxParallelism", -1)); // package-private in 1.x
+        Object cs = factory == null ? null : Refl.call(factory, "getChainingStrategy", null);
+        m.put("chaining_strategy", cs == null ? null : cs.toString());
+        m.put("slot_sharing_group", n.getSlotSharingGroup());
+        m.put("is_source", sourceIds.contains(n.getId()));
+        m.put("source_kind", sourceKind(factory));
+        m.put("yielding", factory != null && Refl.isA(factory, "YieldingOperatorFactory"));
+        m.put("has_operator", factory != null);
+        return m;
+    }
+
+    static String sourceKind(Object factory) {
+        if (factory == null) {
+            return null;
+        }
+        if (Refl.isA(factory, "SourceOperatorFactory")) {
+            return "FLIP27";
+        }
+        if (Refl.has(factory, "isLegacySource", 0)) {
+            if (Boolean.TRUE.equals(Refl.call(factory, "isLegacySource", false))) {
+                return "LEGACY";
+            }
+            return null;
+        }
+        if (Boolean.TRUE.equals(Refl.call(factory, "isStreamSource", false))) {
+            return "LEGACY";
+        }
+        Object op = Refl.call(factory, "getOperator", null);
+        if (op != null && Refl.isA(op, "StreamSource")) {
+            return "LEGACY";
+        }
+        return null;
+    }
+
+    static Map<String, Object> edge(StreamEdge e) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("source", e.getSourceId());
+        m.put("target", e.getTargetId());
+        m.put("partitioner", partitionerName(e.getPartitioner()));
+        Object mode = Refl.call(e, "getExchangeMode", null);
+        if (mode == null) {
+            mode = Refl.call(e, "getShuffleMode", null); // Flink 1.9-1.12
+        }
+        m.put("exchange_mode", mode == null ? "UNDEFINED" : mode.toString());
+        m.put("type_number", e.getTypeNumber());
+        m.put("output_tag", e.getOutputTag() == null ? null : e.getOutputTag().getId());
+        return m;
+    }
+
+    private static final Map<String, String> PARTITIONERS = new HashMap<>();
+
+    static {
+        PARTITIONERS.put("ForwardPartitioner", "FORWARD");
+        PARTITIONERS.put("RebalancePartitioner", "REBALANCE");
+        PARTITIONERS.put("RescalePartitioner", "RESCALE");
+        PARTITIONERS.put("KeyGroupStreamPartitioner", "HASH");
+        PARTITIONERS.put("BroadcastPartitioner", "BROADCAST");
+        PARTITIONERS.put("ShufflePartitioner", "SHUFFLE");
+        PARTITIONERS.put("GlobalPartitioner", "GLOBAL");
+        PARTITIONERS.put("CustomPartitionerWrapper", "CUSTOM");
+        PARTITIONERS.put("ForwardForConsecutiveHashPartitioner", "FORWARD_FOR_CONSECUTIVE_HASH");
+        PARTITIONERS.put("ForwardForUnspecifiedPartitioner", "FORWARD_FOR_UNSPECIFIED");
+    }
+
+    static String partitionerName(Object p) {
+        if (p == null) {
+            return "FORWARD";
+        }
+        for (Class<?> c = p.getClass(); c != null; c = c.getSuperclass()) {
+            String n = PARTITIONERS.get(c.getSimpleName());
+            if (n != null) {
+                return n;
+            }
+        }
+        return p.toString().toUpperCase();
+    }
+
+    /**
+     * All edges, in an order consistent with every node's out-edge list and in-edge list (Kahn's
+     * algorithm over "comes before" constraints; ties broken by target id, then the edge's
+     * position among the target's in-edges, which reproduces Flink's creation order).
+     */
+    static List<StreamEdge> orderedEdges(List<StreamNode> nodes) {
+        Map<StreamEdge, int[]> key = new IdentityHashMap<>(); // {targetId, inIndex, seq}
+        Map<StreamEdge, List<StreamEdge>> succ = new IdentityHashMap<>();
+        Map<StreamEdge, Integer> indeg = new IdentityHashMap<>();
+        Map<StreamEdge, StreamEdge> canon = new IdentityHashMap<>();
+        int seq = 0;
+        for (StreamNode n : nodes) {
+            List<StreamEdge> in = n.getInEdges();
+            for (int i = 0; i < in.size(); i++) {
+                StreamEdge e = in.get(i);
+                key.put(e, new int[] {n.getId(), i, seq++});
+                canon.put(e, e);
+                succ.put(e, new ArrayList<>());
+                indeg.put(e, 0);
+            }
+        }
+        for (StreamNode n : nodes) {
+            for (StreamEdge e : n.getOutEdges()) {
+                if (!key.containsKey(e)) {
+                    // not the same object as in the target's in-list: match by equality
+                    StreamEdge match = null;
+                    for (StreamEdge k : key.keySet()) {
+                        if (k.equals(e)) {
+                            match = k;
+                            break;
+                        }
+                    }
+                    if (match == null) {
+                        throw new IllegalStateException("out-edge without in-edge: " + e);
+                    }
+                    canon.put(e, match);
+                }
+            }
+        }
+        for (StreamNode n : nodes) {
+            chain(n.getInEdges(), canon, succ, indeg);
+            chain(n.getOutEdges(), canon, succ, indeg);
+        }
+        PriorityQueue<StreamEdge> ready =
+                new PriorityQueue<>(
+                        (a, b) -> {
+                            int[] x = key.get(a);
+                            int[] y = key.get(b);
+                            if (x[0] != y[0]) {
+                                return Integer.compare(x[0], y[0]);
+                            }
+                            if (x[1] != y[1]) {
+                                return Integer.compare(x[1], y[1]);
+                            }
+                            return Integer.compare(x[2], y[2]);
+                        });
+        for (Map.Entry<StreamEdge, Integer> e : indeg.entrySet()) {
+            if (e.getValue() == 0) {
+                ready.add(e.getKey());
+            }
+        }
+        List<StreamEdge> out = new ArrayList<>();
+        while (!ready.isEmpty()) {
+            StreamEdge e = ready.poll();
+            out.add(e);
+            for (StreamEdge s : succ.get(e)) {
+                int d = indeg.get(s) - 1;
+                indeg.put(s, d);
+                if (d == 0) {
+                    ready.add(s);
+                }
+            }
+        }
+        if (out.size() != key.size()) {
+            throw new IllegalStateException(
+                    "per-node in/out edge orders are inconsistent; cannot order edges");
+        }
+        return out;
+    }
+
+    private static void chain(
+            List<StreamEdge> list,
+            Map<StreamEdge, StreamEdge> canon,
+            Map<StreamEdge, List<StreamEdge>> succ,
+            Map<StreamEdge, Integer> indeg) {
+        for (int i = 0; i + 1 < list.size(); i++) {
+            StreamEdge a = canon.get(list.get(i));
+            StreamEdge b = canon.get(list.get(i + 1));
+            if (a == null || b == null || a == b) {
+                continue;
+            }
+            succ.get(a).add(b);
+            indeg.put(b, indeg.get(b) + 1);
+        }
+    }
+
+    // ------------------------------------------------------------------ version
+
+    private static String fullVersion;
+
+    /** Full Flink version of the runtime on the classpath, e.g. "2.3.0". */
+    public static synchronized String flinkVersionFull() {
+        if (fullVersion != null) {
+            return fullVersion;
+        }
+        String v = null;
+        try {
+            Class<?> c = Class.forName("org.apache.flink.runtime.util.EnvironmentInformation");
+            Object r = c.getMethod("getVersion").invoke(null);
+            if (r != null && r.toString().matches("\\d+\\.\\d+.*")) {
+                v = r.toString();
+            }
+        } catch (Throwable ignored) {
+            // fall through
+        }
+        if (v == null) {
+            v = versionFromJarName();
+        }
+        fullVersion = v == null ? "unknown" : v;
+        return fullVersion;
+    }
+
+    private static String versionFromJarName() {
+        try {
+            String loc =
+                    StreamGraph.class.getProtectionDomain().getCodeSource().getLocation().getPath();
+            java.util.regex.Matcher m =
+                    java.util.regex.Pattern.compile("-(\\d+\\.\\d+\\.\\d+)\\.jar$").matcher(loc);
+            if (m.find()) {
+                return m.group(1);
+            }
+        } catch (Throwable ignored) {
+            // fall through
+        }
+        try (InputStream in =
+                SpecExporter.class.getResourceAsStream("/META-INF/MANIFEST.MF")) {
+            if (in != null) {
+                return new Manifest(in).getMainAttributes().getValue("Flink-Version");
+            }
+        } catch (IOException ignored) {
+            // fall through
+        }
+        return null;
+    }
+
+    /** "major.minor" of the Flink on the classpath. */
+    public static String flinkLine() {
+        String v = flinkVersionFull();
+        String[] p = v.split("\\.");
+        return p.length >= 2 ? p[0] + "." + p[1] : v;
+    }
+
+    static Set<Integer> ids(Collection<StreamNode> nodes) {
+        java.util.TreeSet<Integer> s = new java.util.TreeSet<>();
+        for (StreamNode n : nodes) {
+            s.add(n.getId());
+        }
+        return s;
+    }
+}
