@@ -12,6 +12,9 @@ nodes that have not reached their root yet (the frontier). Both give the same ta
 
 from __future__ import annotations
 
+import re
+import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -80,7 +83,42 @@ def _session_conf(spark: SparkSession, conf: dict[str, Any]) -> Iterator[None]:
 _NODE_OFFSET = 2**31
 
 
-def _graphframes(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
+def _walk_shortcuts(operators: DataFrame) -> DataFrame:
+    """(graph_id, head, node) for every operator the walk placed at chain index 2 or more:
+    the edges that give each chain a diameter of at most 2 (index 1 is a child of the head,
+    already one chainable edge away)."""
+    return operators.where(
+        F.col("in_vertex_operator_ids") & ~F.col("is_chain_head") & (F.col("chain_index") > 1)
+    ).select("graph_id", F.col("chain_head_node_id").alias("head"), "node_id")
+
+
+# Warnings GraphFrames 0.8.2's Python wrapper raises from PySpark 3.4+ on every call (it
+# builds DataFrames from an SQLContext): not ours to fix, and nothing a user can act on.
+_WRAPPER_WARNINGS = ("DataFrame.sql_ctx is an internal property", "DataFrame constructor is internal")
+
+# The Spark job that ends each iteration of GraphFrames' connected components, by the call
+# site Spark names its stage after: GraphX's Pregel tests for messages (``isEmpty``) once
+# per iteration, GraphFrames' own algorithm sums the min neighbours (``first``) once per
+# iteration and once before the first.
+_ITERATION_STAGES = ("isEmpty at Pregel.scala", "first at ConnectedComponents.scala")
+
+
+def _iterations(spark: SparkSession, group: str) -> int:
+    """The iterations GraphFrames ran under job group ``group``, from Spark's status tracker."""
+    tracker = spark.sparkContext.statusTracker()
+    names = set()
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage is not None and stage.name.startswith(_ITERATION_STAGES):
+                names.add(job_id)
+    return len(names)
+
+
+def _graphframes(
+    chain_edges: DataFrame, settings: dict[str, Any], operators: DataFrame | None
+) -> tuple[DataFrame, int]:
     spark = chain_edges.sparkSession
     graphframes = import_graphframes(spark, settings)
     graph_index = (
@@ -89,50 +127,78 @@ def _graphframes(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[Data
         .withColumn("gidx", F.row_number().over(Window.orderBy("graph_id")).cast("long"))
         .localCheckpoint(eager=True)
     )
+    by_graph = F.broadcast(graph_index)
 
     def vid(graph_col: str, node_col: str):
         return F.col(graph_col) * F.lit(2**32) + F.col(node_col).cast("long") + F.lit(_NODE_OFFSET)
 
     e = (
-        chain_edges.join(F.broadcast(graph_index), "graph_id")
+        chain_edges.join(by_graph, "graph_id")
         .select(vid("gidx", "source").alias("src"), vid("gidx", "target").alias("dst"))
         .localCheckpoint(eager=True)
     )
+    gf_edges = e
+    if operators is not None:
+        # A graph the walk placed operators in but with no chainable edge has no gidx: its
+        # members then have no root here, and walk_disagreements reports the graph.
+        shortcuts = _walk_shortcuts(operators).join(by_graph, "graph_id")
+        gf_edges = e.unionByName(
+            shortcuts.select(vid("gidx", "head").alias("src"), vid("gidx", "node_id").alias("dst"))
+        ).localCheckpoint(eager=True)
     # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
     # The vertices are bare ids; graph and node come back from an id by arithmetic.
-    ids = e.select(F.col("src").alias("id")).union(e.select(F.col("dst").alias("id"))).distinct()
+    ids = gf_edges.select(F.col("src").alias("id")).union(gf_edges.select(F.col("dst").alias("id"))).distinct()
     conf = settings["chains"]
+    group = f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
+    sc = spark.sparkContext
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
     # jobs each; ``graphframes_spark_conf`` applies to those jobs only.
-    with _session_conf(spark, conf.get("graphframes_spark_conf") or {}):
-        cc = graphframes.GraphFrame(ids, e).connectedComponents(
-            algorithm=conf.get("graphframes_algorithm", "graphframes"),
-            checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
-            broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
-        )
+    with _session_conf(spark, conf.get("graphframes_spark_conf") or {}), warnings.catch_warnings():
+        for message in _WRAPPER_WARNINGS:
+            warnings.filterwarnings("ignore", message=re.escape(message), category=UserWarning)
+        sc.setJobGroup(group, "chains: GraphFrames connected components")
+        try:
+            cc = graphframes.GraphFrame(ids, gf_edges).connectedComponents(
+                algorithm=conf.get("graphframes_algorithm", "graphframes"),
+                checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
+                broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
+            )
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+    iterations = _iterations(spark, group)
 
     def node_of(col: str):
         return (F.col(col) % F.lit(2**32) - F.lit(_NODE_OFFSET)).cast("int")
 
     # The component is named by its smallest vertex id; Flink names a chain by its head,
-    # the one member without a chainable in-edge (in-degree <= 1 makes each component a tree).
+    # the one member without a chainable in-edge (in-degree <= 1 makes each component a
+    # tree). Roots come from the chainable edges alone, never from the walk's shortcuts: a
+    # component holding two roots (a shortcut joined two chains) gives each member two rows.
     roots = cc.join(e.select(F.col("dst").alias("id")), "id", "left_anti").select(
         "component", node_of("id").alias("root")
     )
     by_index = F.broadcast(graph_index.withColumnRenamed("gidx", "_gidx"))
     named = cc.join(roots, "component").join(by_index, F.col("_gidx") == F.shiftright(F.col("id"), 32))
-    return named.select("graph_id", node_of("id").alias("node_id"), "root"), 0
+    return named.select("graph_id", node_of("id").alias("node_id"), "root"), iterations
 
 
-def member_roots(chain_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
+def member_roots(
+    chain_edges: DataFrame, settings: dict[str, Any], operators: DataFrame | None = None
+) -> tuple[DataFrame, int]:
     """(graph_id, node_id, root) for at least every node with a chainable in-edge (every
     other node is its own root), from ``chain_edges`` (graph_id, source, target); and the
-    rounds (pointer-jumping rounds; 0 for GraphFrames, whose iterations are internal)."""
+    rounds (pointer-jumping rounds, or GraphFrames' iterations).
+
+    ``operators`` (the walk's operator rows) lets GraphFrames run on the chainable edges
+    plus the walk's head-to-member shortcuts (module docstring): the same components when
+    the walk is right, in a constant number of iterations whatever the chains' length.
+    """
     engine = settings["chains"]["engine"]
     if engine == "dataframe":
         return _pointer_jumping(chain_edges)
     if engine == "graphframes":
-        return _graphframes(chain_edges, settings)
+        return _graphframes(chain_edges, settings, operators)
     raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
 
 

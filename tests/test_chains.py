@@ -130,3 +130,125 @@ def test_walk_disagreements_finds_exactly_the_graphs_whose_chains_differ(spark):
     found = walk_disagreements(operators, spark.createDataFrame(roots, "graph_id string, node_id int, root int"))
     got = {r["graph_id"]: (r["walk_members"], r["component_members"]) for r in found.collect()}
     assert got == {"moved": (1, 2), "split": (2, 2), "walk-only": (1, 0), "cc-only": (0, 1)}
+
+
+# --- long chains: GraphFrames on the chainable edges plus the walk's shortcuts ----------
+
+
+def _chain_graph(length: int) -> dict:
+    """source -> length-1 forward maps, all at parallelism 2: one chain of ``length`` operators."""
+    nodes = [{"id": 1, "name": "Source: gen", "parallelism": 2, "is_source": True}]
+    nodes += [{"id": i, "name": f"Map {i}", "parallelism": 2} for i in range(2, length + 1)]
+    edges = [{"source": i, "target": i + 1, "partitioner": "FORWARD"} for i in range(1, length)]
+    return {
+        "graph_id": f"chain-{length}",
+        "job_name": f"chain-{length}",
+        "flink_version": "1.20",
+        "chaining_enabled": True,
+        "nodes": nodes,
+        "edges": edges,
+    }
+
+
+def _walk_operators(spark, heads: dict[str, dict[int, int]]):
+    """Operator rows as the fused walk emits them: graph -> {node: chain head}; the head has
+    chain index 0, the other members 1, 2, ... from the highest node id down (so the
+    members that matter below get index 2 or more, i.e. a shortcut to their head)."""
+    rows = []
+    for gid, placed in heads.items():
+        index: dict[int, int] = {}
+        for node in sorted(placed, key=lambda n: (placed[n] != n, -n)):
+            head = placed[node]
+            rows.append((gid, node, head, index.get(head, 0), node == head, True))
+            index[head] = index.get(head, 0) + 1
+    return spark.createDataFrame(
+        rows,
+        "graph_id string, node_id int, chain_head_node_id int, chain_index int, is_chain_head boolean, "
+        "in_vertex_operator_ids boolean",
+    )
+
+
+def test_long_chains_take_a_log_bounded_number_of_graphframes_iterations(spark, settings):
+    """The default engine on chains of 10, 1,000 and 20,000 operators, with the walk's heads:
+    exact roots, and GraphFrames' iterations (counted from Spark's status tracker) stay
+    within a log2 bound of the longest chain. Without the shortcuts graphx needs one
+    iteration per link, which the 1,000 chain would show (and the 20,000 one not finish)."""
+    import math
+
+    from pipeline.chains import member_roots
+
+    assert settings["chains"]["engine"] == "graphframes"
+    for length in (10, 1000, 20000):
+        edges = spark.createDataFrame(
+            [("g", i, i + 1) for i in range(1, length)] + [("h", 5, 6)], "graph_id string, source int, target int"
+        )
+        heads = {"g": {i: 1 for i in range(1, length + 1)}, "h": {5: 5, 6: 5}}
+        roots, iterations = member_roots(edges, settings, _walk_operators(spark, heads))
+        got = {(r.graph_id, r.node_id): r.root for r in roots.collect()}
+        assert got == {("g", i): 1 for i in range(1, length + 1)} | {("h", 5): 5, ("h", 6): 5}
+        assert 1 <= iterations <= 2 * math.log2(length) + 2, (length, iterations)
+
+
+def test_a_wrong_walk_head_cannot_hide_behind_its_shortcut(spark, settings):
+    """The shortcuts come from the walk being checked, so each kind of wrong placement must
+    still show as a disagreement: a member moved into another chain (its shortcut joins two
+    components, which then hold two roots), a chain the walk cut in two (the chainable edge
+    still joins them), a head that is not the root, and a walk-only member."""
+    from pipeline.chains import member_roots, walk_disagreements
+
+    # true chains: 1 -> 2 -> 3 -> 4 and 10 -> 11 -> 12 in every graph
+    chained = [(1, 2), (2, 3), (3, 4), (10, 11), (11, 12)]
+    right = {1: 1, 2: 1, 3: 1, 4: 1, 10: 10, 11: 10, 12: 10}
+    walks = {
+        "right": right,
+        "moved": right | {4: 10},  # 4 placed in 10's chain
+        "cut": right | {3: 3, 4: 3},  # the walk started a new chain at 3
+        "wrong-head": right | {1: 2, 2: 2, 3: 2, 4: 2},  # 2 named head of 1's chain
+        "extra": right | {20: 10},  # 20 is on no chainable edge
+    }
+    edges = spark.createDataFrame(
+        [(g, s, t) for g in walks for s, t in chained], "graph_id string, source int, target int"
+    )
+    operators = _walk_operators(spark, walks)
+    roots, _ = member_roots(edges, settings, operators)
+    flagged = {r.graph_id for r in walk_disagreements(operators, roots).collect()}
+    assert flagged == {"moved", "cut", "wrong-head", "extra"}
+
+
+def test_a_20000_operator_chain_through_the_default_pipeline(spark, settings, tmp_path):
+    """A spec graph with a 20,000-operator chain beside known-answer graphs, one default
+    compute: the chain is one JobVertex of 20,000 operators, the known answers stay exact,
+    and GraphFrames ran a handful of iterations (the run summary's chain_rounds)."""
+    import gzip
+    import json
+    import math
+
+    from pipeline.conformance import compare_tables, read_vector_file
+    from pipeline.run import Progress, compute
+
+    from .conftest import GOLDEN
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "chain.jsonl").write_text(json.dumps(_chain_graph(20000)) + "\n")
+    known = []
+    for name in ("flink-1.9.jsonl.gz", "flink-2.3.jsonl.gz"):
+        graphs = list(read_vector_file(GOLDEN / name))[:40]
+        known += graphs
+        with gzip.open(inp / name, "wt", encoding="utf-8") as f:
+            f.writelines(json.dumps(g) + "\n" for g in graphs)
+    out = str(tmp_path / "out")
+    summary = compute(spark, str(inp), out, settings, Progress(enabled=False))
+    assert summary.chains_engine == "graphframes"
+    assert summary.graphs_rejected == 0
+    assert 1 <= summary.chain_rounds <= 2 * math.log2(20000) + 2
+
+    vertices = spark.read.format("delta").load(f"{out}/job_vertices").where("graph_id = 'chain-20000'").collect()
+    assert len(vertices) == 1
+    assert vertices[0].head_node_id == 1 and len(vertices[0].operator_ids) == 20000
+    operators = spark.read.format("delta").load(f"{out}/operators").where("graph_id = 'chain-20000'")
+    assert operators.where("chain_head_node_id = 1").count() == 20000
+
+    report = compare_tables(spark, out, known)
+    assert report.graphs == len(known) == 80
+    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
