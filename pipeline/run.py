@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -71,9 +72,8 @@ def _timed(summary: RunSummary, progress: Progress, stage: str, fn: Callable[[],
     return out
 
 
-def load_stream_tables(spark: SparkSession, input_path: str, settings: dict[str, Any] | None = None) -> StreamTables:
-    """From spec files, or from a folder that ``ingest`` wrote (``settings``: the limits;
-    default conf/pipeline.json)."""
+def load_stream_tables(spark: SparkSession, input_path: str) -> StreamTables:
+    """From spec files, or from a folder that ``ingest`` wrote."""
     if delta_sink.is_delta_folder(spark, input_path):
         read = lambda t: spark.read.format("delta").load(delta_sink.table_path(input_path, t))  # noqa: E731
         errors_path = delta_sink.table_path(input_path, "graph_errors")
@@ -81,7 +81,7 @@ def load_stream_tables(spark: SparkSession, input_path: str, settings: dict[str,
         if errors is None:
             errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
         return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
-    records = read_spec.read_records(spark, input_path, read_spec.Limits.from_settings(settings))
+    records = read_spec.read_records(spark, input_path)
     return validate.reject_duplicate_graph_ids(stream_tables.split_records(records))
 
 
@@ -90,14 +90,18 @@ def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress
     summary = RunSummary()
     tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
-    written = (
+    for name, df in (
         ("stream_graphs", tables.graphs),
         ("stream_nodes", tables.nodes),
         ("stream_edges", tables.edges),
         ("graph_errors", tables.errors),
-    )
-    write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say)  # noqa: E731
-    _timed(summary, progress, "delta write", write)
+    ):
+        _timed(
+            summary,
+            progress,
+            f"write {name}",
+            lambda name=name, df=df: delta_sink.replace_graphs(spark, output, name, df, run_ids),
+        )
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
     summary.graphs_in = summary.graphs_processed + summary.graphs_rejected
@@ -136,9 +140,7 @@ def _compute_fused(
             graphs = tables.graphs.count() + tables.errors.count()
             rows = fused.rows_from_tables(tables, per_graph.bucket_count(graphs))
         else:
-            limits = read_spec.Limits.from_settings(settings)
-            texts = read_spec.read_texts(spark, input_path, limits)
-            rows = fused.rows_from_texts(texts, limits, settings.get("testing", {}).get("raise_in_graph"))
+            rows = fused.rows_from_texts(read_spec.read_texts(spark, input_path))
         return rows.localCheckpoint(eager=True)
 
     rows = _timed(summary, progress, "read+compute", all_rows)
@@ -234,22 +236,24 @@ def _write_and_count(
         summary,
         progress,
         "delta write",
-        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress),
+        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
     )
     _count_outputs(summary, vertices, job_edges, errors)
 
 
-def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress=None) -> None:
-    """The four tables, each replaced in one Delta commit, then the run published in the
-    output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
-    is docs/faults.md)."""
+def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids) -> None:
+    """The four tables written at once from threads: each write has driver-side phases
+    (planning, Delta's commit) during which the others keep the cores busy."""
     tables = (
         ("operators", operators),
         ("job_vertices", vertices),
         ("job_edges", job_edges),
         ("graph_errors", errors),
     )
-    delta_sink.write_run(spark, output, tables, run_ids, say=progress.say if progress else None)
+    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+        futures = [pool.submit(delta_sink.replace_graphs, spark, output, name, df, run_ids) for name, df in tables]
+        for f in futures:
+            f.result()  # re-raises the first failure
 
 
 def _count_outputs(summary: RunSummary, vertices: DataFrame, job_edges: DataFrame, errors: DataFrame) -> None:
@@ -267,9 +271,7 @@ def _compute_staged(
 ) -> RunSummary:
     """One Spark stage per step of the data flow (the hashing one by ``hashing.executor``)."""
     summary = RunSummary(executor="staged")
-    tables = _timed(
-        summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path, settings).persist()
-    )
+    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
     summary.graphs_in = tables.graphs.count() + tables.errors.count()
     summary.stream_nodes = tables.nodes.count()
     progress.say(f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes")
