@@ -19,6 +19,16 @@ public interface Compat {
      * pipeline.operator-chaining.chain-operators-with-different-max-parallelism=false. */
     StreamExecutionEnvironment createEnv(boolean noChainDifferentMaxPar);
 
+    /**
+     * Makes every job the user's main() submits land in {@link Capture} instead of running:
+     * context environments carrying {@code conf} (-p, -D, --config) whose executor only captures.
+     */
+    void installCapture(org.apache.flink.configuration.Configuration conf, ClassLoader userClassLoader)
+            throws Exception;
+
+    /** One line on what the capture can guarantee in this Flink line (printed by export --help). */
+    String captureGuarantee();
+
     /** Whether this version has the chain-operators-with-different-max-parallelism option. */
     boolean hasChainMaxParallelismOption();
 

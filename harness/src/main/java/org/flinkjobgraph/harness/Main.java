@@ -22,48 +22,78 @@ import java.util.zip.GZIPOutputStream;
  *
  * <pre>
  * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]
- * export   --main-class CLASS [--graph-id ID] [--out FILE] [--expected] [-- ARGS...]
+ * time     --seed S --count N ...
+ * export   --main-class CLASS [--jar JAR] [--classpath DIR_OR_JAR]... [-p N] [-D k=v]... [--config FILE] ...
+ * selfcheck
  * version
  * </pre>
  */
 public final class Main {
     private Main() {}
 
-    public static void main(String[] args) throws Exception {
-        if (args.length == 0) {
+    public static void main(String[] args) {
+        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help")) {
             usage();
-            System.exit(2);
+            System.exit(args.length == 0 ? 2 : 0);
         }
         String cmd = args[0];
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
-        switch (cmd) {
-            case "generate":
-                generate(rest);
-                break;
-            case "export":
-                UserJobExport.run(rest);
-                break;
-            case "time":
-                TimeJobGraphs.run(rest);
-                break;
-            case "selfcheck":
-                System.exit(selfcheck());
-                break;
-            case "version":
-                System.out.println(StreamGraphSpecExporter.flinkVersionFull());
-                break;
-            default:
-                usage();
-                System.exit(2);
+        try {
+            switch (cmd) {
+                case "generate":
+                    generate(rest);
+                    break;
+                case "export":
+                    UserJobExport.run(rest);
+                    break;
+                case "time":
+                    TimeJobGraphs.run(rest);
+                    break;
+                case "selfcheck":
+                    System.exit(selfcheck());
+                    break;
+                case "version":
+                    System.out.println(StreamGraphSpecExporter.flinkVersionFull());
+                    break;
+                default:
+                    System.err.println("error: unknown command " + cmd);
+                    usage();
+                    System.exit(2);
+            }
+        } catch (UserJobExport.UsageError | IllegalArgumentException e) {
+            debug(e);
+            System.err.println("error: " + e.getMessage());
+            usage();
+            System.exit(2);
+        } catch (UserJobExport.ExportError e) {
+            debug(e);
+            System.err.println("error: " + e.getMessage());
+            System.exit(1);
+        } catch (Throwable e) {
+            debug(e);
+            System.err.println("error: " + UserJobExport.describe(e) + " (HARNESS_DEBUG=1 shows the stack trace)");
+            System.exit(1);
+        }
+    }
+
+    private static void debug(Throwable t) {
+        if (System.getenv("HARNESS_DEBUG") != null) {
+            t.printStackTrace();
         }
     }
 
     static void usage() {
         System.err.println(
-                "usage:\n"
+                "usage: java -jar flink-jobgraph-harness.jar COMMAND ...   (Flink "
+                        + StreamGraphSpecExporter.flinkVersionFull()
+                        + ")\n"
                         + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]\n"
                         + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]\n"
-                        + "  export --main-class CLASS [--graph-id ID] [--out FILE] [--expected] [-- ARGS...]\n"
+                        + "  "
+                        + UserJobExport.USAGE
+                        + "\n"
+                        + "  export --help      (what export captures in this Flink line)\n"
+                        + "  selfcheck          (the seeds/003 IDs of SPEC section 3)\n"
                         + "  version");
     }
 

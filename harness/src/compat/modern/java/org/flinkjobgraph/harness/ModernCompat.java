@@ -48,6 +48,17 @@ public abstract class ModernCompat implements Compat {
     }
 
     @Override
+    public void installCapture(Configuration conf, ClassLoader userClassLoader) {
+        CaptureEnvironments.install(conf, userClassLoader);
+    }
+
+    @Override
+    public String captureGuarantee() {
+        return "every job submission (execute, executeAsync, DataStream V2, executeSql/StatementSet) goes to a "
+                + "capturing PipelineExecutor; no other executor is visible, nothing is executed";
+    }
+
+    @Override
     public boolean hasChainMaxParallelismOption() {
         return Refl.find(
                         org.apache.flink.streaming.api.graph.StreamGraph.class,

@@ -59,6 +59,19 @@ public class CompatImpl implements Compat {
     }
 
     @Override
+    public void installCapture(org.apache.flink.configuration.Configuration conf, ClassLoader userClassLoader)
+            throws Exception {
+        UserJobExport.installLegacy(conf);
+    }
+
+    @Override
+    public String captureGuarantee() {
+        return "Flink 1.9 has no pluggable executors: only StreamExecutionEnvironment.getExecutionEnvironment()"
+                + " is captured; a program that creates a local/remote environment itself, or uses the"
+                + " Table API, would run; only -p and -D pipeline.max-parallelism / parallelism.default apply";
+    }
+
+    @Override
     public boolean hasChainMaxParallelismOption() {
         return false;
     }
