@@ -52,7 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECTION.KEY=VALUE",
             help="override a conf/pipeline.json setting, e.g. chains.engine=dataframe",
         )
+        add_catalog_args(c)
     return p
+
+
+def add_catalog_args(c: argparse.ArgumentParser) -> None:
+    """--database/--catalog, shared by every command that writes tables (pipeline/catalog.py)."""
+    c.add_argument(
+        "--database",
+        help="also register every output table as an external Delta table in this database of the "
+        "session's catalog (created if missing), e.g. SELECT * FROM flink_jobgraph.operators",
+    )
+    c.add_argument("--catalog", help="with --database: the catalog that holds it (Unity Catalog), e.g. main")
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -69,8 +80,12 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "catalog", None) and not getattr(args, "database", None):
+        parser.error("--catalog needs --database")
     # Imported late so that --help answers without starting a JVM.
+    from pipeline import catalog
     from pipeline.read_spec import InputError
     from pipeline.run import Progress, compute, ingest
     from pipeline.session import SetupError, get_spark
@@ -80,10 +95,19 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(_overrides(args.set))
         spark = get_spark(settings)
         progress = Progress(enabled=not args.quiet)
+        database = getattr(args, "database", None)
+        if database:  # fail before the run when the tables could not be registered after it
+            catalog.check_catalog(spark, database, args.catalog)
+            catalog.check_names_free(spark, args.output, catalog.COMMAND_TABLES[args.command], database, args.catalog)
         if args.command == "ingest":
             summary = ingest(spark, args.input, args.output, progress)
         else:
             summary = compute(spark, args.input, args.output, settings, progress)
+        if database:
+            names = catalog.register_tables(
+                spark, args.output, catalog.COMMAND_TABLES[args.command], database, args.catalog
+            )
+            progress.say("catalog tables: " + ", ".join(names))
     except (InputError, SetupError, ValueError) as e:
         print(f"flink-jobgraph: {e}", file=sys.stderr)
         return 2
