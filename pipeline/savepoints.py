@@ -291,9 +291,10 @@ def read_savepoint_tables(
                 error_rows.extend(_error(g, uri, message) for g in files[uri])
             if fetched:
                 raws.append(spark.createDataFrame(fetched, _RAW_SCHEMA))
-        n = max(1, min(len(files), int(spark.conf.get("spark.sql.shuffle.partitions"))))
+        # No repartition: binaryFile already spreads small files over the cores (maxSplitBytes
+        # shrinks to total/defaultParallelism), and createDataFrame slices the fetched list.
         for raw in raws:
-            frames.append(raw.repartition(n).mapInPandas(_parse_files(targets), _COMBINED_SCHEMA))
+            frames.append(raw.mapInPandas(_parse_files(targets), _COMBINED_SCHEMA))
     if error_rows:
         frames.append(spark.createDataFrame(pd.DataFrame(error_rows, columns=_COMBINED_COLUMNS), _COMBINED_SCHEMA))
     if not frames:
