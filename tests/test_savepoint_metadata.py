@@ -630,3 +630,52 @@ def test_spark_strings_without_lone_surrogates():
     assert _spark_str("a\ud83db") == "a\ufffdb"
     assert _spark_str("😀") == "😀"
     assert _spark_str(None) is None
+
+
+# ------------------------------------------------------------------------------------------------
+#  The synthetic files read by real Flink (tests/savepoints/record_flink_reads.sh)
+# ------------------------------------------------------------------------------------------------
+
+SYNTHETIC = Path(__file__).resolve().parent / "savepoints" / "synthetic"
+
+
+def test_synthetic_files_are_what_the_builder_writes():
+    """The committed fixtures are exactly the output of build_synthetic.py (no drift from the writers)."""
+    from tests.savepoints.build_synthetic import cases
+
+    built = cases()
+    manifest = json.loads((SYNTHETIC / "cases.json").read_text())
+    assert set(built) == set(manifest)
+    for name, (data, line) in built.items():
+        assert (SYNTHETIC / name / "_metadata").read_bytes() == data, name
+        assert manifest[name]["flink_line"] == line
+
+
+def test_synthetic_files_read_as_real_flink_read_them():
+    """Flink 1.20.5, 2.0.2 and 2.3.0 read every synthetic file; the reader agrees field by field,
+    and where Flink fails (a version it does not know, or the 1.11 / 1.14 layouts that later
+    releases cannot read) the reader fails too unless told the older release's layout."""
+    manifest = json.loads((SYNTHETIC / "cases.json").read_text())
+    reads = [json.loads(line) for line in (SYNTHETIC / "flink_reads.jsonl").read_text().splitlines()]
+    assert {r["flink"] for r in reads} == {"1.20.5", "2.0.2", "2.3.0"}
+    assert {r["file"] for r in reads} == set(manifest)
+    compared = 0
+    for read in reads:
+        data = (SYNTHETIC / read["file"] / "_metadata").read_bytes()
+        line = manifest[read["file"]]["flink_line"]
+        if "error" in read:
+            version = struct.unpack(">i", data[4:8])[0]
+            too_new = f"Unrecognized checkpoint version number: {version}" in read["error"]
+            assert too_new or line is not None, read
+            if line is not None:  # an older release's layout: the default (1.15+ / 1.12+) reading fails as Flink's
+                with pytest.raises(MetadataError):
+                    parse_metadata(data)
+            continue
+        meta = parse_metadata(data, flink_line=line)
+        assert meta.checkpoint_id == read["checkpoint_id"] and meta.master_state_count == read["master_states"]
+        assert meta.unparsed_bytes == read["remaining_bytes"] == 0
+        for op, want in zip(meta.operators, read["operators"], strict=True):
+            got = {k: getattr(op, k) for k in want}
+            assert got == want, (read["flink"], read["file"])
+            compared += 1
+    assert compared == 34  # 21 successful reads of 1-3 operators each
