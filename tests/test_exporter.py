@@ -1,0 +1,239 @@
+"""The exporter (``flink-jobgraph export`` -> harness ``export``) on real Flink, built from Maven Central.
+
+What must hold for a user's job, whatever API it uses: every job its main() submits is captured as
+a StreamGraph and nothing runs. The test programs (harness/src/testjobs) would, if they ran,
+connect to a socket this test listens on (127.0.0.1 only) and write files under a folder this test
+watches; a trap executor in their jar would write a marker file if Flink ever picked it. Table/SQL
+jobs are captured the same way and computed by the pipeline exactly as Flink builds them.
+
+Builds the harness for Flink 2.3 and 1.20 with Maven on first use (downloads in CI; a few seconds
+once built).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pipeline import export_cmd
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "harness"
+LINES = ("2.3", "1.20")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Per line: the harness jar (built through the front door's build step), the test programs as
+    a thin jar (a user's jar), and the connector jar they need (flink-connector-files)."""
+    out = {}
+    root = tmp_path_factory.mktemp("exporter")
+    for line in LINES:
+        jar = export_cmd.ensure_harness(export_cmd.harness_dir(), line, quiet=True)
+        target = jar.parent
+        classes = target / "test-classes"
+        user_jar = root / f"testjobs-{line}.jar"
+        with zipfile.ZipFile(user_jar, "w") as z:
+            for f in sorted(classes.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(classes).as_posix())
+        (connector,) = sorted((target / "test-lib").glob("flink-connector-files-*.jar"))
+        out[line] = {"harness": jar, "jar": user_jar, "connector": connector}
+    return out
+
+
+def export(built, line, main_class, *extra, args=(), env=None, connector=True):
+    """``flink-jobgraph export`` as a user runs it; returns (exit code, spec lines, stderr)."""
+    b = built[line]
+    cmd = [sys.executable, "-m", "pipeline.cli", "export", "--jar", str(b["jar"]), "--main-class",
+           f"org.flinkjobgraph.testjobs.{main_class}", "--flink", line, *extra]
+    if connector:
+        cmd += ["--classpath", str(b["connector"])]
+    if args:
+        cmd += ["--", *map(str, args)]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                       timeout=300)
+    specs = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    return p.returncode, specs, p.stderr
+
+
+class Listener:
+    """A listening TCP socket on 127.0.0.1; ``attempted()`` tells whether anyone tried to connect."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+
+    def attempted(self) -> bool:
+        try:
+            conn, _ = self.sock.accept()  # a connection attempt waits in the backlog even if never accepted
+        except BlockingIOError:
+            return False
+        conn.close()
+        return True
+
+
+@pytest.fixture()
+def listener():
+    lst = Listener()
+    yield lst
+    lst.sock.close()
+
+
+def _no_side_effects(listener, sink_dir: Path, trap: Path) -> None:
+    assert not listener.attempted(), "the job connected to the source socket: it ran"
+    assert not sink_dir.exists(), "the job's sink wrote files: it ran"
+    assert not trap.exists(), "a non-capturing executor received the job"
+
+
+def test_listener_and_trap_detect_a_real_run(built, listener, tmp_path):
+    """The checks below are meaningful: run without the exporter (same jars, no harness), the program
+    reaches the trap executor; and the listener sees a connection attempt."""
+    b = built["2.3"]
+    lib = b["harness"].parent / "lib"
+    cp = os.pathsep.join([str(b["jar"]), str(b["connector"]), str(lib / "*")])
+    trap = tmp_path / "trap"
+    p = subprocess.run(["java", "-cp", cp, "org.flinkjobgraph.testjobs.SocketToFileJob",
+                        str(listener.port), str(tmp_path / "out"), "direct"],
+                       capture_output=True, text=True, env={**os.environ, "FLINK_JOBGRAPH_TRAP_FILE": str(trap)},
+                       timeout=120)
+    assert p.returncode != 0 and "trap executor reached" in p.stderr, p.stderr[-2000:]
+    assert trap.exists()  # without the exporter, Flink hands the job to the only executor it finds
+    with socket.create_connection(("127.0.0.1", listener.port)):
+        pass
+    assert listener.attempted()  # and a connection attempt is seen
+
+
+@pytest.mark.parametrize("line", LINES)
+@pytest.mark.parametrize("mode", ["context", "direct"])
+def test_datastream_job_is_captured_and_never_runs(built, listener, tmp_path, line, mode):
+    sink_dir, trap = tmp_path / "out", tmp_path / "trap"
+    rc, specs, err = export(built, line, "SocketToFileJob", "--graph-id", "socket@v1", "--expected",
+                            args=(listener.port, sink_dir, mode),
+                            env={"FLINK_JOBGRAPH_TRAP_FILE": str(trap)})
+    assert rc == 0, err
+    assert [s["graph_id"] for s in specs] == ["socket@v1"]
+    names = [n["name"] for n in specs[0]["nodes"]]
+    assert names[0] == "Source: Socket Stream" and "Sink: Writer" in names
+    assert {n["uid"] for n in specs[0]["nodes"]} >= {"socket-source", "non-empty", "file-sink"}
+    assert specs[0]["expected"]["job_vertices"]
+    assert "nothing was executed" in err
+    _no_side_effects(listener, sink_dir, trap)
+
+
+def test_datastream_v2_job_is_captured_and_never_runs(built, listener, tmp_path):
+    sink_dir, trap = tmp_path / "out", tmp_path / "trap"
+    rc, specs, err = export(built, "2.3", "V2SocketToFileJob", "-p", "3",
+                            args=(listener.port, sink_dir), env={"FLINK_JOBGRAPH_TRAP_FILE": str(trap)})
+    assert rc == 0, err
+    assert [s["job_name"] for s in specs] == ["v2-socket-to-file"]
+    assert max(n["parallelism"] for n in specs[0]["nodes"]) == 3  # the V2 environment got -p too
+    _no_side_effects(listener, sink_dir, trap)
+
+
+def test_every_submission_is_a_graph(built, listener, tmp_path):
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", "--graph-id", "two@v1",
+                            args=(listener.port, tmp_path / "out", "twice"))
+    assert rc == 0, err
+    assert [(s["graph_id"], s["job_name"]) for s in specs] == [("two@v1#1", "socket-to-file"), ("two@v1#2", "second")]
+    _no_side_effects(listener, tmp_path / "out", tmp_path / "trap")
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", "--first",
+                            args=(listener.port, tmp_path / "out", "twice"))
+    assert rc == 0 and [s["graph_id"] for s in specs] == ["socket-to-file"], err
+
+
+def test_job_configuration_like_flink_run(built, listener, tmp_path):
+    port, out = listener.port, tmp_path / "out"
+
+    def pars(specs):
+        nodes = specs[0]["nodes"]
+        return {n["parallelism"] for n in nodes[1:]}, {n["max_parallelism"] for n in nodes}
+
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", "-p", "4", "-D", "pipeline.max-parallelism=64",
+                            "--expected", args=(port, out))
+    assert rc == 0, err
+    assert pars(specs) == ({4}, {64})
+    assert {v["max_parallelism"] for v in specs[0]["expected"]["job_vertices"]} == {64}
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", args=(port, out))
+    assert rc == 0 and pars(specs) == ({1}, {-1}), err  # defaults: parallelism.default 1, no max
+    conf = tmp_path / "job-conf.yaml"
+    conf.write_text("parallelism.default: 2\npipeline.max-parallelism: 32\npipeline.operator-chaining.enabled: false\n")
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", "--config", str(conf), args=(port, out))
+    assert rc == 0 and pars(specs) == ({2}, {32}) and specs[0]["chaining_enabled"] is False, err
+    rc, specs, err = export(built, "2.3", "SocketToFileJob", "--config", str(conf), "-p", "3",
+                            "-D", "pipeline.max-parallelism=16", args=(port, out))
+    assert rc == 0 and pars(specs) == ({3}, {16}), err  # -p and -D override the file
+    _no_side_effects(listener, out, tmp_path / "trap")
+
+
+def test_sql_jobs_are_captured_and_computed_like_flink(built, spark, settings, tmp_path):
+    """Flink 2.3 and 1.20; one compute run over both (Spark time is the expensive part)."""
+    from pipeline.conformance import compare_tables
+    from pipeline.run import Progress, compute
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    graphs = []
+    for line in LINES:
+        # one main(): a statement set (one job, two INSERTs), then two executeSql INSERTs (two jobs)
+        rc, specs, err = export(built, line, "SqlJob", "--graph-id", f"sql@{line}", "--expected",
+                                "-D", "table.exec.resource.default-parallelism=2", args=("all",))
+        assert rc == 0, err
+        assert [g["graph_id"] for g in specs] == [f"sql@{line}#{i}" for i in (1, 2, 3)], err
+        for g in specs:
+            assert g["flink_version"] == line and g["job_type"] == "STREAMING" and g["expected"]["job_vertices"]
+            assert "orders" in g["nodes"][0]["name"] and g["nodes"][0]["is_source"]
+            assert {n["parallelism"] for n in g["nodes"]} == {2}  # table.exec.* reached the planner
+        sinks = [[n["name"] for n in g["nodes"] if n["id"] not in {e["source"] for e in g["edges"]}] for g in specs]
+        assert [len(s) for s in sinks] == [2, 1, 1], sinks
+        graphs += specs
+    (inp / "sql.jsonl").write_text("".join(json.dumps(g) + "\n" for g in graphs))
+    out = str(tmp_path / "out")
+    compute(spark, str(inp), out, settings, Progress(enabled=False))
+    report = compare_tables(spark, out, graphs)
+    assert report.graphs == len(graphs) == 6 and report.checked["operator_id"] > 0 and report.checked["job_edges"] > 0
+    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
+
+
+def test_clear_one_line_errors(built, tmp_path):
+    def one_line_error(err: str) -> None:
+        assert "\tat " not in err and "Exception in thread" not in err, err
+        assert any(x.startswith(("error: ", "flink-jobgraph export: ")) for x in err.splitlines()), err
+
+    rc, specs, err = export(built, "2.3", "NoSubmitJob")
+    assert rc == 1 and not specs and "returned without submitting a job" in err
+    one_line_error(err)
+    rc, _, err = export(built, "2.3", "MissingClassJob", connector=False)
+    assert rc == 1
+    assert "class org.apache.flink.connector.file.sink.FileSink not found: add the jar that provides it" in err
+    one_line_error(err)
+    java = ["java", "-jar", str(built["2.3"]["harness"])]
+    p = subprocess.run([*java, "export", "--graph-id", "x"], capture_output=True, text=True)
+    assert p.returncode == 2 and "error: --main-class is required" in p.stderr
+    one_line_error(p.stderr)
+    p = subprocess.run([*java, "export", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--classpath" in p.stdout and "Exception" not in p.stdout + p.stderr
+    p = subprocess.run(java, capture_output=True, text=True)
+    assert p.returncode == 2 and all(c in p.stderr for c in ("generate", "export", "selfcheck", "version", "time"))
+    rc, _, err = export(built, "2.3", "NoSubmitJob", "--jar", str(tmp_path / "missing.jar"))
+    assert rc == 2 and "missing.jar: no such file" in err
+    rc, _, err = export(built, "1.20", "NoSubmitJob", "--flink", "3.7")
+    assert rc == 2 and "'3.7' is not supported" in err
+    rc, _, err = export(built, "2.3", "NoSubmitJob", env={"PATH": str(tmp_path)})
+    assert rc == 2 and "java not found on PATH" in err
+
+
+def test_missing_maven_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(export_cmd.ExportError, match=r"Maven \(mvn\) not found on PATH"):
+        export_cmd.ensure_harness(export_cmd.harness_dir(), "2.3", rebuild=True, quiet=True)
