@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from pipeline import export_cmd
 from pipeline.profiles import supported_versions
 
 EPILOG = """examples:
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="override a conf/pipeline.json setting, e.g. chains.engine=dataframe",
         )
         add_catalog_args(c)
+    export_cmd.add_parser(sub)
     return p
 
 
@@ -82,6 +84,8 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return export_cmd.run(args)
     if getattr(args, "catalog", None) and not getattr(args, "database", None):
         parser.error("--catalog needs --database")
     # Imported late so that --help answers without starting a JVM.
