@@ -405,10 +405,10 @@ def test_format6_tagged_and_merged_channel_state(real_trailer):
         "output_channel:ResultSubpartitionStateHandle(FileStateHandle)",
     ]
     merged_out = i8(4) + i32(0) + i64(7) + NULL + i32(0)
-    sub = subtask(6, inputs=[i8(1) + channel_v1(True, 2, NULL)], outputs=[merged_out])
+    sub = subtask(6, inputs=[i8(1) + channel_v1(True, 2, byte_stream(1))], outputs=[merged_out])
     (op,) = parse_metadata(metadata(6, [operator(6, OID[0], 1, 128, [(0, sub)])], trailer=real_trailer)).operators
     assert op.handle_types == [
-        "input_channel:InputChannelStateHandle(null)",
+        "input_channel:InputChannelStateHandle(ByteStreamStateHandle)",
         "output_channel:MergedResultSubpartitionStateHandle(null)",
     ]
     assert op.state_size == 9
@@ -434,8 +434,8 @@ def test_every_tag_of_every_release_is_exercised(real_trailer):
     seen |= parse_metadata(metadata(4, [operator(4, OID[0], 1, 1, [(0, sub)])], trailer=real_trailer)).tags_seen
     merged_in = i8(3) + i32(0) + i64(1) + NULL + i32(0)
     merged_out = i8(4) + i32(0) + i64(1) + NULL + i32(0)
-    sub = subtask(6, inputs=[merged_in, i8(1) + channel_v1(True, 1, NULL)],
-                  outputs=[merged_out, i8(2) + channel_v1(False, 1, NULL)])  # fmt: skip
+    sub = subtask(6, inputs=[merged_in, i8(1) + channel_v1(True, 1, byte_stream(1))],
+                  outputs=[merged_out, i8(2) + channel_v1(False, 1, byte_stream(1))])  # fmt: skip
     seen |= parse_metadata(metadata(6, [operator(6, OID[0], 1, 1, [(0, sub)])], trailer=real_trailer)).tags_seen
     tags = {int(t.split(":")[1]) for t in seen if not t.startswith("channel:")}
     assert tags == set(range(18))
@@ -476,9 +476,44 @@ def test_errors_carry_the_offset(real_trailer):
     assert parse_metadata(any_negative).operators[0].fully_finished
     missing_trailer = metadata(4, [operator(4, OID[0], 1, 1, [])])
     _raises_at(missing_trailer, len(missing_trailer), "truncated")
+    # the trailer must be what Flink's ObjectInputStream can load: known classes and enum constants
     wrong_class = real_trailer.replace(b"CheckpointProperties", b"CheckpointPropertieX")
-    with pytest.raises(MetadataError, match="expected org.apache.flink.runtime.checkpoint.CheckpointProperties"):
+    with pytest.raises(MetadataError, match="CheckpointPropertieX cannot be resolved"):
         parse_metadata(metadata(4, [], trailer=wrong_class))
+    with pytest.raises(MetadataError, match="expected org.apache.flink.runtime.checkpoint.CheckpointProperties"):
+        parse_metadata(metadata(4, [], trailer=b"\xac\xed\x00\x05t\x00\x03abc"))
+    assert b"CANONICAL" in real_trailer
+    with pytest.raises(MetadataError, match="enum constant CALONICAL does not exist"):
+        parse_metadata(metadata(4, [], trailer=real_trailer.replace(b"CANONICAL", b"CALONICAL")))
+    enum_desc = b"SavepointFormatType\x00\x00\x00\x00\x00\x00\x00\x00"
+    assert enum_desc in real_trailer
+    with pytest.raises(MetadataError, match="enum descriptor has non-zero serialVersionUID"):
+        parse_metadata(metadata(4, [], trailer=real_trailer.replace(enum_desc, enum_desc[:-1] + b"\x01")))
+    # the checks of the objects Flink builds while reading: OperatorState, KeyGroupRange(Offsets)
+    _raises_at(metadata(3, [operator(3, OID[0], 9, 8, [])]), 8 + 8 + 4 + 4 + 16 + 8, "Parallelism 9 is not smaller")
+    prefix = metadata(3, [operator(3, OID[0], 1, 128, [(0, subtask(3))])])[: -2 - 8]  # up to the keyed handles
+    bad_range = i8(7) + i32(-1) + i32(2) + i64(0) + i64(0) + NULL + NULL + i32(0) + i32(0)
+    _raises_at(prefix + bad_range, len(prefix) + 9, "invalid key-group range")
+    empty_range = i8(7) + i32(5) + i32(0) + byte_stream(0) + NULL + i32(0) + i32(0)  # start > end: empty range
+    assert parse_metadata(prefix + empty_range).operators[0].handle_types == [
+        "managed_keyed:KeyGroupsSavepointStateHandle(ByteStreamStateHandle)"
+    ]
+    # path strings become org.apache.flink.core.fs.Path objects, which refuse some strings
+    for bad_path, why in (("", "empty string"), ("hdfs:relative/x", "Relative path in absolute URI"),
+                          ("1abc:/x", "Illegal character in scheme")):  # fmt: skip
+        handle = i8(7) + i32(0) + i32(1) + i64(0) + relative(3, bad_path)
+        _raises_at(prefix + handle + NULL + i32(0) + i32(0), len(prefix) + 18, why)
+    for good_path in ("C:relative", "x/y:z", "file:/abs", "s3://bucket/a/b", "s3://bucket"):
+        handle = i8(7) + i32(0) + i32(1) + i64(0) + file_handle(3, good_path)
+        assert parse_metadata(prefix + handle + NULL + i32(0) + i32(0)).operators[0].state_size == 3
+    # Flink's deserializeCollection loops 'for i < size': a negative channel-state count is an empty list
+    negative_channels = metadata(3, [operator(3, OID[0], 1, 1, [(0, subtask(3))])])[:-8] + i32(-5) + i32(0)
+    assert parse_metadata(negative_channels).operators[0].subtask_count == 1
+    # and V2 loops 'for j < numSubTaskStates': a negative count is no subtasks, not a finished operator
+    negative_v2 = metadata(2, [operator(2, OID[0], 1, 1, [])])[:-4] + i32(-1)
+    assert not parse_metadata(negative_v2).operators[0].fully_finished
+    no_delegate = i8(7) + i32(0) + i32(1) + i64(0) + NULL
+    _raises_at(prefix + no_delegate + NULL + i32(0) + i32(0), len(prefix + no_delegate), "without a delegate")
     legacy = metadata(2, [operator(2, OID[0], 1, 1, [(0, i64(0) + i32(1))])])
     with pytest.raises(MetadataError, match="Legacy state"):
         parse_metadata(legacy)

@@ -21,6 +21,7 @@ later release (which is also what a newer Flink would read the file with).
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -261,6 +262,13 @@ class _Reader:
         self.need(k, what)
         self.pos += k
 
+    def path(self, what: str) -> str:
+        """A string Flink turns into an ``org.apache.flink.core.fs.Path``."""
+        at = self.pos
+        s = self.utf(what)
+        check_flink_path(s, at)
+        return s
+
     def utf(self, what: str = "string") -> str:
         start = self.pos
         length = self.u16(what + " length")
@@ -382,6 +390,12 @@ class _MetadataParser:
         r.pos += 16
         parallelism = r.i32("parallelism")
         max_parallelism = r.i32("max parallelism")
+        if parallelism < 0:  # OperatorState's constructor: new HashMap<>(parallelism)
+            raise MetadataError(f"Illegal initial capacity: {parallelism} (negative parallelism)", r.pos)
+        if parallelism > max_parallelism:  # OperatorState's constructor
+            raise MetadataError(
+                f"Parallelism {parallelism} is not smaller or equal to max parallelism {max_parallelism}.", r.pos
+            )
         coordinator = None
         if self.version == 2:
             r.i32("chain length")  # legacy field, ignored by Flink
@@ -394,9 +408,9 @@ class _MetadataParser:
         num_subtasks = r.i32("number of subtask states")
         fully_finished = False
         subtasks: dict[int, _Subtask | None] = {}
+        if num_subtasks < 0 and self.version == 2:
+            num_subtasks = 0  # V2 loops 'for j < num' without allocating: no subtasks
         if num_subtasks < 0:
-            if self.version == 2:
-                raise MetadataError(f"negative number of subtask states: {num_subtasks}", at)
             if coordinator is not None:
                 raise MetadataError("Coordinator State should be null for fully finished operator state", at)
             fully_finished = True
@@ -465,7 +479,11 @@ class _MetadataParser:
                 handles.append((kind, h))
         if self.version >= 3:
             for kind, is_input in (("input_channel", True), ("output_channel", False)):
-                for _ in range(r.count(kind + " state count", 1)):
+                # deserializeCollection: new ArrayList<>() then 'for i < size': negative = empty
+                n = r.i32(kind + " state count")
+                if n > r.n - r.pos:
+                    raise MetadataError(f"truncated file: {kind} state count {n} cannot fit", r.pos - 4)
+                for _ in range(max(n, 0)):
                     h = self._channel_handle(is_input)
                     if h is not None:
                         handles.append((kind, h))
@@ -479,6 +497,8 @@ class _MetadataParser:
     def _stream_handle(self, depth: int) -> Handle | None:
         r = self.r
         at = r.pos
+        if depth > MAX_HANDLE_NESTING:
+            raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
         tag = r.u8("stream state handle tag")  # DataInputStream.read(): unsigned
         if tag not in STREAM_TAGS:
             raise MetadataError(f"Unknown implementation of StreamStateHandle, code: {tag}", at)
@@ -487,7 +507,7 @@ class _MetadataParser:
             return None
         if tag == FILE_STREAM_STATE_HANDLE:
             size = r.i64("file state size")
-            r.utf("file path")
+            r.path("file path")
             return Handle("FileStateHandle", size)
         if tag == BYTE_STREAM_STATE_HANDLE:
             r.utf("handle name")
@@ -495,7 +515,7 @@ class _MetadataParser:
             r.skip(n, "inline state bytes")
             return Handle("ByteStreamStateHandle", n)
         if tag == RELATIVE_STREAM_STATE_HANDLE:
-            r.utf("relative path")
+            r.path("relative path")
             size = r.i64("relative file state size")
             return Handle("RelativeFileStateHandle", size)
         if tag == KEY_GROUPS_HANDLE:
@@ -507,18 +527,37 @@ class _MetadataParser:
             scope = r.i32("segment scope")
             if not 0 <= scope < len(STATE_SCOPES):
                 raise MetadataError(f"invalid CheckpointedStateScope ordinal {scope}", at_scope)
-            r.utf("segment file path")
+            r.path("segment file path")
             r.utf("logical file id")
             return Handle("SegmentFileStateHandle", size)
         return Handle("EmptySegmentFileStateHandle", 0)  # EMPTY_SEGMENT_FILE_HANDLE: the 0-byte singleton
 
+    def _key_group_range(self) -> tuple[int, int]:
+        """KeyGroupRange.of(start, start + num - 1) in Java int arithmetic: (range size, num as read).
+
+        An empty range when start > end (also on overflow); else the constructor's checks."""
+        r = self.r
+        start = r.i32("start key group")
+        num = r.i32("number of key groups")
+        end = _wrap32(start + num - 1)
+        if start > end:
+            return 0, num
+        if start < 0 or _wrap32(end - start + 1) < 0:
+            raise MetadataError(f"invalid key-group range [{start}, {end}]", r.pos)
+        return end - start + 1, num
+
     def _key_groups_body(self, type_name: str, depth: int) -> Handle:
         r = self.r
-        r.i32("start key group")
-        num = r.count("number of key groups", 8)
+        size, num = self._key_group_range()
+        if num < 0:  # new long[num]
+            raise MetadataError(f"negative number of key groups: {num}", r.pos)
         r.skip(8 * num, "key-group offsets")
+        if num != size:  # KeyGroupRangeOffsets: one offset per key group of the range
+            raise MetadataError(f"{num} key-group offsets for a key-group range of {size}", r.pos)
         delegate = self._stream_handle(depth + 1)
-        return Handle(f"{type_name}({_desc(delegate)})", 0 if delegate is None else delegate.state_size)
+        if delegate is None:  # KeyGroupsStateHandle: checkNotNull(streamStateHandle)
+            raise MetadataError(f"{type_name} without a delegate state handle (NullPointerException in Flink)", r.pos)
+        return Handle(f"{type_name}({delegate.descriptor})", delegate.state_size)
 
     def _keyed_handle(self, depth: int) -> Handle | None:
         r = self.r
@@ -542,8 +581,7 @@ class _MetadataParser:
         if tag in (CHANGELOG_HANDLE, CHANGELOG_HANDLE_V2):
             return self._changelog_backend(tag, depth)
         if tag == CHANGELOG_BYTE_INCREMENT_HANDLE:
-            r.i32("start key group")
-            r.i32("number of key groups")
+            self._key_group_range()
             r.i64("sequence number from")
             r.i64("sequence number to")
             size = 0
@@ -556,8 +594,7 @@ class _MetadataParser:
                 r.utf("state handle id")
             return Handle("InMemoryChangelogStateHandle", size)
         # CHANGELOG_FILE_INCREMENT_HANDLE (10) / _V2 (13)
-        r.i32("start key group")
-        r.i32("number of key groups")
+        self._key_group_range()
         inner: set[str] = set()
         for _ in range(r.count("number of changelog stream handles", 9)):
             r.i64("changelog offset")
@@ -574,8 +611,7 @@ class _MetadataParser:
         r = self.r
         r.i64("incremental checkpoint id")
         r.utf("backend identifier")
-        r.i32("start key group")
-        r.i32("number of key groups")
+        self._key_group_range()
         if v2:
             r.i64("checkpointed size")
         meta = self._stream_handle(depth + 1)
@@ -596,8 +632,7 @@ class _MetadataParser:
 
     def _changelog_backend(self, tag: int, depth: int) -> Handle:
         r = self.r
-        r.i32("start key group")
-        r.i32("number of key groups")
+        self._key_group_range()
         if not self.legacy_changelog:
             r.i64("checkpointed size")
         size = 0
@@ -647,8 +682,8 @@ class _MetadataParser:
                 raise MetadataError(f"invalid OperatorStateHandle.Mode ordinal {mode}", at)
             r.skip(8 * r.count("number of partition offsets", 8), "partition offsets")
         if tag == SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE:
-            r.utf("task-owned directory")
-            r.utf("shared directory")
+            r.path("task-owned directory")
+            r.path("shared directory")
             empty = r.boolean("empty flag")
             at = r.pos
             delegate = self._stream_handle(1)
@@ -657,7 +692,9 @@ class _MetadataParser:
             name = "EmptyFileMergingOperatorStreamStateHandle" if empty else "FileMergingOperatorStreamStateHandle"
             return Handle(f"{name}({_desc(delegate)})", delegate.state_size)
         delegate = self._stream_handle(1)
-        return Handle(f"OperatorStreamStateHandle({_desc(delegate)})", 0 if delegate is None else delegate.state_size)
+        if delegate is None:  # OperatorStreamStateHandle: checkNotNull(delegateStateHandle)
+            raise MetadataError("OperatorStreamStateHandle without a delegate (NullPointerException in Flink)", r.pos)
+        return Handle(f"OperatorStreamStateHandle({delegate.descriptor})", delegate.state_size)
 
     def _channel_handle(self, is_input: bool) -> Handle:
         r = self.r
@@ -684,7 +721,41 @@ class _MetadataParser:
         r.skip(8 * r.count("number of channel offsets", 8), "channel offsets")
         size = r.i64("channel state size")
         delegate = self._stream_handle(1)
-        return Handle(f"{base}({_desc(delegate)})", size)
+        if delegate is None:  # AbstractChannelStateHandle: checkNotNull(delegate); merged ones allow null
+            raise MetadataError(f"{base} without a delegate (NullPointerException in Flink)", r.pos)
+        return Handle(f"{base}({delegate.descriptor})", size)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*\Z")
+
+
+def check_flink_path(path: str, offset: int) -> None:
+    """The checks of Flink's ``new Path(String)`` that can reject a path string read from a file.
+
+    Empty strings are refused; a scheme (text before a ':' that precedes the first '/') must be a
+    valid URI scheme and must be followed by an absolute path ("Relative path in absolute URI").
+    Windows drive letters ("C:...") are not schemes. The authority is not validated here.
+    """
+    if not path:
+        raise MetadataError("Can not create a Path from an empty string", offset)
+    if len(path) >= 2 and path[1] == ":" and path[0].isascii() and path[0].isalpha():
+        path = "/" + path
+    colon, slash = path.find(":"), path.find("/")
+    if colon == -1 or (slash != -1 and colon > slash):
+        return
+    scheme, start = path[:colon], colon + 1
+    if not _SCHEME.match(scheme):
+        raise MetadataError(f"Illegal character in scheme name of path {path!r}", offset)
+    if path.startswith("//", start) and len(path) - start > 2:
+        next_slash = path.find("/", start + 2)
+        start = next_slash if next_slash > 0 else len(path)
+    rest = path[start:]
+    if rest and not rest.replace("\\", "/").startswith("/"):
+        raise MetadataError(f"Relative path in absolute URI: {path!r}", offset)
+
+
+def _wrap32(v: int) -> int:
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
 def _desc(h: Handle | None) -> str:
@@ -723,6 +794,42 @@ class _ClassDesc:
     flags: int
     fields: list[tuple[str, str]]  # (typecode, name)
     superclass: _ClassDesc | None
+    suid: int = 0
+
+
+# What ObjectInputStream can resolve for CheckpointProperties in Flink 1.16 - 2.3 (the classes and
+# enum constants of CheckpointProperties, CheckpointType, SavepointType, SnapshotType and
+# SavepointFormatType in those releases). Anything else is a ClassNotFoundException /
+# InvalidObjectException in Flink, so the file does not load.
+TRAILER_ENUMS = {
+    "org.apache.flink.core.execution.SavepointFormatType": frozenset({"CANONICAL", "NATIVE"}),
+    "org.apache.flink.runtime.checkpoint.SavepointType$PostCheckpointAction": frozenset(
+        {"NONE", "SUSPEND", "TERMINATE"}
+    ),
+    "org.apache.flink.runtime.checkpoint.SnapshotType$SharingFilesStrategy": frozenset(
+        {"FORWARD_BACKWARD", "FORWARD", "NO_SHARING"}
+    ),
+}
+TRAILER_CLASSES = frozenset(
+    {
+        CHECKPOINT_PROPERTIES_CLASS,
+        "org.apache.flink.runtime.checkpoint.CheckpointType",
+        "org.apache.flink.runtime.checkpoint.SavepointType",
+        "java.lang.Enum",
+        *TRAILER_ENUMS,
+    }
+)
+
+
+CHECKPOINT_PROPERTIES_SUID = 2  # declared in CheckpointProperties of every release writing a trailer
+
+
+def _resolve(desc: _ClassDesc | None, at: int) -> None:
+    """ObjectInputStream resolves the class of every object and enum it builds (not of unused supers)."""
+    if desc is None:
+        raise MetadataError("Java serialization: object without a class descriptor", at)
+    if desc.name not in TRAILER_CLASSES:
+        raise MetadataError(f"class {desc.name} cannot be resolved (ClassNotFoundException in Flink)", at)
 
 
 class _JavaStream:
@@ -763,7 +870,12 @@ class _JavaStream:
             desc = self.class_desc()
             slot = len(self.handles)
             self.handles.append(None)
+            at_name = r.pos
             name = self.content()
+            _resolve(desc, at)
+            known = TRAILER_ENUMS.get(desc.name)
+            if known is not None and name not in known:
+                raise MetadataError(f"enum constant {name} does not exist in class {desc.name}", at_name)
             value = {"enum": name, "class": desc.name if desc else None}
             self.handles[slot] = value
             return value
@@ -782,6 +894,7 @@ class _JavaStream:
             return value
         if tc == TC_OBJECT:
             desc = self.class_desc()
+            _resolve(desc, at)
             slot = len(self.handles)
             obj: dict = {"class": desc.name if desc else None, "fields": {}}
             self.handles.append(obj)
@@ -807,6 +920,8 @@ class _JavaStream:
             r.skip(n, "block data")
             return {"block": n}
         if tc == TC_RESET:
+            while r.pos < r.n and r.data[r.pos] == TC_RESET:
+                r.pos += 1
             self.handles.clear()
             return self.content()
         raise MetadataError(f"Java serialization: unexpected type code 0x{tc:02x}", at)
@@ -852,15 +967,37 @@ class _JavaStream:
             self.annotation()
             desc = _ClassDesc("<proxy>", SC_SERIALIZABLE, [], None)
             self.handles[slot] = desc
-            desc.superclass = self.class_desc()
+            self.depth += 1
+            if self.depth > MAX_HANDLE_NESTING:
+                raise MetadataError("Java serialization: class hierarchy nested too deeply", at)
+            try:
+                desc.superclass = self.class_desc()
+            finally:
+                self.depth -= 1
             return desc
         if tc != TC_CLASSDESC:
             raise MetadataError(f"Java serialization: expected a class descriptor, got 0x{tc:02x}", at)
+        self.depth += 1
+        if self.depth > MAX_HANDLE_NESTING:
+            raise MetadataError("Java serialization: class hierarchy nested too deeply", at)
+        try:
+            return self._class_desc_body()
+        finally:
+            self.depth -= 1
+
+    def _class_desc_body(self) -> _ClassDesc:
+        r = self.r
         name = r.utf("class name")
-        r.i64("serialVersionUID")
-        desc = _ClassDesc(name, 0, [], None)
+        desc = _ClassDesc(name, 0, [], None, r.i64("serialVersionUID"))
         self.handles.append(desc)
+        at_flags = r.pos
         desc.flags = r.u8("class flags")
+        if desc.flags & SC_SERIALIZABLE and desc.flags & SC_EXTERNALIZABLE:
+            raise MetadataError(f"{name}; serializable and externalizable flags conflict", at_flags)
+        if desc.flags & SC_ENUM and desc.suid != 0:
+            raise MetadataError(f"{name}; enum descriptor has non-zero serialVersionUID: {desc.suid}", at_flags)
+        if name == CHECKPOINT_PROPERTIES_CLASS and desc.suid != CHECKPOINT_PROPERTIES_SUID:
+            raise MetadataError(f"{name}; local class incompatible: stream serialVersionUID {desc.suid}", at_flags)
         for _ in range(r.u16("field count")):
             at_code = r.pos
             code = chr(r.u8("field type code"))
