@@ -13,6 +13,7 @@ import sys
 
 from pipeline import export_cmd
 from pipeline.profiles import supported_versions
+from pipeline.version import __version__
 
 EPILOG = """examples:
   flink-jobgraph compute --input samples/ --output out/
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         add_catalog_args(c)
     export_cmd.add_parser(sub)
+    p.add_argument("--version", action="version", version=f"flink-jobgraph {__version__}")
     return p
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "conf" / "profiles"
+from pipeline.settings import CONF_DIR
+
+PROFILE_DIR = CONF_DIR / "profiles"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipeline.settings import ROOT
+from pipeline.settings import CONF_DIR, ROOT
 
 
 class SetupError(RuntimeError):
@@ -86,7 +86,7 @@ def get_spark(settings: dict[str, Any], app_name: str = "flink-jobgraph") -> Spa
         # the longest chain; checkpointing every 10 keeps its lineage short on deep chains.
         .config("spark.graphx.pregel.checkpointInterval", "10")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={ROOT / 'conf' / 'log4j2.properties'}")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={CONF_DIR / 'log4j2.properties'}")
         .config("spark.driver.memory", os.environ.get("FLINK_JOBGRAPH_DRIVER_MEMORY", "6g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")

@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS_FILE = ROOT / "conf" / "pipeline.json"
+# conf/ at the top of the repo (a checkout, an editable install); inside the package when
+# installed from the wheel, which ships it as pipeline/conf (pyproject.toml).
+CONF_DIR = ROOT / "conf" if (ROOT / "conf" / "pipeline.json").is_file() else Path(__file__).resolve().parent / "conf"
+SETTINGS_FILE = CONF_DIR / "pipeline.json"
 
 
 def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
