@@ -242,3 +242,28 @@ def prove_fixes(case: dict[str, Any], saved: list[rr.SavedOperator], rounds: int
         spec = apply_patches(case["v2"], [f.patch for f in fixes if f.patch])
     allow = any(f.fix_code == ALLOW_NON_RESTORED for f in fixes)
     return fixes, rr.decide(saved, compute_vertices(spec), allow, prof, PLACEHOLDER)
+
+
+def write_case_fleet(cases: Iterable[dict[str, Any]], metadata: dict[str, bytes], folder: str | Path) -> Path:
+    """A user's layout of the cases: ``graphs.jsonl`` (v1 and v2 specs), ``savepoints/<case>/_metadata``,
+    and ``checks.jsonl`` (each case with and without allowNonRestoredState; savepoint paths relative)."""
+    folder = Path(folder)
+    (folder / "graphs").mkdir(parents=True, exist_ok=True)
+    checks = []
+    with open(folder / "graphs" / "graphs.jsonl", "w") as g:
+        for c in cases:
+            g.write(json.dumps(c["v1"]) + "\n")
+            g.write(json.dumps(c["v2"]) + "\n")
+            sp = folder / "savepoints" / c["case_id"]
+            sp.mkdir(parents=True, exist_ok=True)
+            (sp / "_metadata").write_bytes(metadata[c["savepoint_metadata"]])
+            for allow in (False, True):
+                checks.append({
+                    "check_id": f"{c['case_id']}/{'allow' if allow else 'strict'}",
+                    "savepoint": f"savepoints/{c['case_id']}",
+                    "graph_id": c["v2"]["graph_id"],
+                    "allow_non_restored_state": allow,
+                    "savepoint_graph_id": c["v1"]["graph_id"],
+                })  # fmt: skip
+    (folder / "checks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in checks))
+    return folder
