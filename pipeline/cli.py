@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from pipeline import export_cmd
+from pipeline import export_cmd, restore_cli
 from pipeline.profiles import supported_versions
 from pipeline.version import __version__
 
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="override a conf/pipeline.json setting, e.g. chains.engine=dataframe",
         )
         add_catalog_args(c)
+    restore_cli.add_parser(sub)
     export_cmd.add_parser(sub)
     p.add_argument("--version", action="version", version=f"flink-jobgraph {__version__}")
     return p
@@ -86,6 +87,8 @@ def _overrides(pairs: list[str]) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "check-restore":
+        return restore_cli.run(args, _overrides(args.set))
     if args.command == "export":
         return export_cmd.run(args)
     if getattr(args, "catalog", None) and not getattr(args, "database", None):
