@@ -18,7 +18,8 @@ connected components), ``graph`` (one per input graph text: id, file, node count
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from itertools import chain
 
 import pandas as pd
@@ -28,7 +29,7 @@ from pyspark.sql import types as T
 
 from pipeline.job_graph import JOB_EDGE_COLUMNS, JOB_GRAPH_SCHEMA, OPERATOR_COLUMNS, VERTEX_COLUMNS
 from pipeline.per_graph import cogroup_buckets, kind_frames
-from pipeline.read_spec import parse_text, texts_of
+from pipeline.read_spec import Limits, internal_message, parse_text
 from pipeline.stream_tables import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS, StreamTables
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
 
@@ -122,32 +123,88 @@ def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
     return graphs, nodes, edges
 
 
-def _from_texts(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    for batch in batches:
-        clock = StepClock()
-        t = time.perf_counter()
-        parsed, errors = [], []
-        for value, source_file, whole in zip(batch["value"], batch["source_file"], batch["whole_file"], strict=True):
-            for text in texts_of(value, bool(whole)):
-                result = parse_text(text, source_file)
-                if isinstance(result, dict):
-                    errors.append(result)
-                else:
-                    parsed.append((result, source_file))
-        graphs, nodes, edges = _batch_frames(parsed) if parsed else (None, None, None)
-        clock.add("parse+validate", t)
-        rows = compute_batch(graphs, nodes, edges, clock) if parsed else {}
-        for err in errors:
-            rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
-            rows.setdefault("graph", []).append(
-                {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
-            )
-        yield from _frames(rows, clock)
+def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pd.DataFrame]], Iterator]:
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for batch in batches:
+            yield from _frames(*_batch_rows(batch, limits, raise_in_graph))
+
+    return run
 
 
-def rows_from_texts(texts: DataFrame) -> DataFrame:
-    """All rows from (value, source_file, whole_file) text rows (:func:`read_spec.read_texts`)."""
-    return texts.mapInPandas(_from_texts, FUSED_SCHEMA)
+def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None) -> tuple[BatchRows, StepClock]:
+    """Every row of one Arrow batch of texts. A graph_id seen twice in the batch is not
+    computed: each copy gets only its ``graph`` row, and the driver's duplicate check
+    (:func:`pipeline.validate.duplicate_id_errors`, over all batches) rejects the id, as
+    it does for copies in different batches or files."""
+    clock = StepClock()
+    t = time.perf_counter()
+    parsed, errors = [], []
+    for value, source_file, gid, code, message in zip(
+        batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"], strict=True
+    ):
+        if code is not None:  # a file or line that could not be read (read_spec._file_texts)
+            errors.append({"graph_id": gid, "error_code": code, "message": message, "source_file": source_file})
+            continue
+        result = parse_text(value, source_file, limits)
+        if isinstance(result, dict):
+            errors.append(result)
+        else:
+            parsed.append((result, source_file))
+    counts = Counter(pg.graph["graph_id"] for pg, _ in parsed)
+    repeated = [(pg, f) for pg, f in parsed if counts[pg.graph["graph_id"]] > 1]
+    parsed = [(pg, f) for pg, f in parsed if counts[pg.graph["graph_id"]] == 1]
+    clock.add("parse+validate", t)
+    rows = _compute_isolated(parsed, clock, raise_in_graph) if parsed else {}
+    for err in errors:
+        rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
+        rows.setdefault("graph", []).append(
+            {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
+        )
+    for pg, source_file in repeated:
+        rows.setdefault("graph", []).append(
+            {"source_file": [source_file], "node_count": [len(pg.nodes)], "graph_id": [pg.graph["graph_id"]]}
+        )
+    return rows, clock
+
+
+def _compute_isolated(parsed: list, clock: StepClock, raise_in_graph: str | None) -> BatchRows:
+    """:func:`compute_batch` over the batch; should its batch-wide part raise (a bug), each
+    graph again on its own, so the one that raises gets an INTERNAL_ERROR row with its
+    traceback and the others of the batch are still written. (compute_batch itself turns
+    an exception inside one graph's steps into that graph's INTERNAL_ERROR row.)"""
+    try:
+        return compute_batch(*_batch_frames(parsed), clock, raise_in_graph=raise_in_graph)
+    except Exception:
+        pass
+    out: BatchRows = {}
+    for pg, source_file in parsed:
+        try:
+            rows = compute_batch(*_batch_frames([(pg, source_file)]), clock, raise_in_graph=raise_in_graph)
+        except Exception:
+            gid = pg.graph["graph_id"]
+            rows = {
+                "graph": [{"source_file": [source_file], "node_count": [len(pg.nodes)], "graph_id": [gid]}],
+                "error": [
+                    {
+                        "graph_id": [gid],
+                        "error_code": ["INTERNAL_ERROR"],
+                        "message": [internal_message()],
+                        "source_file": [source_file],
+                    }
+                ],
+            }
+        for kind, parts in rows.items():
+            out.setdefault(kind, []).extend(parts)
+    return out
+
+
+def rows_from_texts(texts: DataFrame, limits: Limits | None = None, raise_in_graph: str | None = None) -> DataFrame:
+    """All rows from :data:`read_spec.TEXT_SCHEMA` rows (:func:`read_spec.read_texts`).
+
+    ``raise_in_graph`` is a test hook (setting ``testing.raise_in_graph``, never in
+    conf/pipeline.json): the per-graph code raises a RuntimeError for the graph of that id,
+    to show that an unexpected exception costs that graph only (tests/test_bad_input.py)."""
+    return texts.mapInPandas(_from_texts(limits or Limits.from_settings(), raise_in_graph), FUSED_SCHEMA)
 
 
 def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:

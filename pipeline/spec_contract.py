@@ -71,7 +71,7 @@ def _supported_set() -> frozenset[str]:
 
 def _enum(value: Any, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
-        raise ContractError("UNKNOWN_ENUM", f"{what} is {value!r}; expected one of {', '.join(allowed)}")
+        raise ContractError("UNKNOWN_ENUM", f"{what} is {_short(value)}; expected one of {', '.join(allowed)}")
     return value
 
 
@@ -82,7 +82,7 @@ def _int(value: Any, what: str) -> int:
     # Every integer of the spec is a Java int in Flink (StreamNode ids, parallelism, typeNumber);
     # out of that range it would also overflow the int32 columns of the stream tables.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ContractError("BAD_FIELD", f"{what} must be an integer, got {value!r}")
+        raise ContractError("BAD_FIELD", f"{what} must be an integer, got {_short(value)}")
     if not JAVA_INT_MIN <= value <= JAVA_INT_MAX:
         raise ContractError("BAD_FIELD", f"{what} {value} is outside Java's int range (Flink stores it as an int)")
     return value
@@ -90,7 +90,28 @@ def _int(value: Any, what: str) -> int:
 
 def _bool(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
-        raise ContractError("BAD_FIELD", f"{what} must be true or false, got {value!r}")
+        raise ContractError("BAD_FIELD", f"{what} must be true or false, got {_short(value)}")
+    return value
+
+
+def _str(value: Any, what: str, nullable: bool = False) -> str | None:
+    # Names, uids, slot sharing groups and output tags are Java Strings in Flink; a number or
+    # an object there is a broken export, not a name to print with str().
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise ContractError("BAD_FIELD", f"{what} must be a string, got {_short(value)}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ContractError("BAD_FIELD", f"{what} must be a JSON object, got {_short(value)}")
     return value
 
 
@@ -106,12 +127,12 @@ def parse_graph(obj: Any) -> ParsedGraph:
         raise ContractError("BAD_FIELD", "a graph must be a JSON object")
     graph_id = _require(obj, "graph_id", "the graph")
     if not isinstance(graph_id, str) or not graph_id:
-        raise ContractError("BAD_FIELD", f"graph_id must be a non-empty string, got {graph_id!r}")
+        raise ContractError("BAD_FIELD", f"graph_id must be a non-empty string, got {_short(graph_id)}")
     version = normalize_version(obj.get("flink_version"))
     job_type = _enum(obj.get("job_type", "STREAMING"), JOB_TYPES, "job_type")
     graph = {
         "graph_id": graph_id,
-        "job_name": str(obj.get("job_name") or graph_id),
+        "job_name": _str(obj.get("job_name"), "job_name", nullable=True) or graph_id,
         "flink_version": version,
         "chaining_enabled": _bool(obj.get("chaining_enabled", True), "chaining_enabled"),
         "chain_operators_with_different_max_parallelism": _bool(
@@ -128,7 +149,7 @@ def parse_graph(obj: Any) -> ParsedGraph:
     if not isinstance(raw_edges, list):
         raise ContractError("BAD_FIELD", "edges must be a list")
 
-    ids = [_int(_require(n, "id", "a node"), "node id") for n in raw_nodes]
+    ids = [_int(_require(_object(n, f"node #{i}"), "id", "a node"), "node id") for i, n in enumerate(raw_nodes)]
     dupes = sorted(i for i, c in Counter(ids).items() if c > 1)
     if dupes:
         raise ContractError("DUPLICATE_NODE_ID", f"node ids {dupes} occur more than once")
@@ -201,6 +222,8 @@ def _edge_row_fast(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str
     ):
         return None
     tag = get("output_tag")
+    if tag is not None and type(tag) is not str:
+        return None
     return {
         "graph_id": graph_id,
         "edge_idx": idx,
@@ -209,18 +232,19 @@ def _edge_row_fast(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str
         "partitioner": partitioner,
         "exchange_mode": mode,
         "type_number": type_number,
-        "output_tag": None if tag is None else str(tag),
+        "output_tag": tag,
     }
 
 
 def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str, Any]:
     where = f"edge #{idx}"
+    _object(e, where)
     s = _int(_require(e, "source", where), f"{where} source")
     t = _int(_require(e, "target", where), f"{where} target")
     for end, nid in (("source", s), ("target", t)):
         if nid not in known:
             raise ContractError("DANGLING_EDGE", f"{where} ({s} -> {t}) has {end} {nid}, which is not a node")
-    tag = e.get("output_tag")
+    tag = _str(e.get("output_tag"), f"{where} output_tag", nullable=True)
     return {
         "graph_id": graph_id,
         "edge_idx": idx,
@@ -229,7 +253,7 @@ def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[
         "partitioner": _enum(e.get("partitioner", "FORWARD"), PARTITIONERS, f"{where} partitioner"),
         "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
         "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
-        "output_tag": None if tag is None else str(tag),
+        "output_tag": tag,
     }
 
 
@@ -238,7 +262,7 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
     nid = n["id"]
     name = get("name")
     parallelism = get("parallelism")
-    if name is None or type(parallelism) is not int or not 1 <= parallelism <= JAVA_INT_MAX:
+    if type(name) is not str or type(parallelism) is not int or not 1 <= parallelism <= JAVA_INT_MAX:
         return None
     max_par = get("max_parallelism")
     if max_par is None:
@@ -264,11 +288,12 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
     uid = get("uid")
     uid_hash = get("uid_hash")
     if uid_hash is not None:
-        if type(uid_hash) is not str or not UID_HASH_RE.match(uid_hash):
+        if type(uid_hash) is not str or not UID_HASH_RE.fullmatch(uid_hash):
             return None
         uid_hash = uid_hash.lower()
-    uid = None if uid is None else str(uid)
     ssg = get("slot_sharing_group", "default")
+    if (uid is not None and type(uid) is not str) or (ssg is not None and type(ssg) is not str):
+        return None
     return _node_row(
         graph_id,
         nid,
@@ -289,7 +314,7 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
 def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
     nid = n["id"]
     where = f"node {nid}"
-    name = _require(n, "name", where)
+    name = _str(_require(n, "name", where), f"{where} name")
     parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
     if parallelism < 1:
         raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
@@ -309,15 +334,13 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
         strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
     if strategy is not None:
         _enum(strategy, CHAINING_STRATEGIES, f"{where} chaining_strategy")
-    uid = n.get("uid")
-    if uid is not None:
-        uid = str(uid)
+    uid = _str(n.get("uid"), f"{where} uid", nullable=True)
     uid_hash = n.get("uid_hash")
     if uid_hash is not None:
-        if not isinstance(uid_hash, str) or not UID_HASH_RE.match(uid_hash):
-            raise ContractError("BAD_UID_HASH", f"{where} uid_hash {uid_hash!r} is not 32 hex characters")
+        if not isinstance(uid_hash, str) or not UID_HASH_RE.fullmatch(uid_hash):
+            raise ContractError("BAD_UID_HASH", f"{where} uid_hash {_short(uid_hash)} is not 32 hex characters")
         uid_hash = uid_hash.lower()
-    ssg = n.get("slot_sharing_group", "default")
+    ssg = _str(n.get("slot_sharing_group", "default"), f"{where} slot_sharing_group", nullable=True)
     yielding = _bool(n.get("yielding", False), f"{where} yielding")
     return _node_row(
         graph_id,
@@ -354,13 +377,13 @@ def _node_row(
     return {
         "graph_id": graph_id,
         "node_id": nid,
-        "name": str(name),
+        "name": name,
         "uid": uid,
         "uid_hash": uid_hash,
         "parallelism": parallelism,
         "max_parallelism": max_par,
         "chaining_strategy": strategy,
-        "slot_sharing_group": None if ssg is None else str(ssg),
+        "slot_sharing_group": ssg,
         "is_source": is_source,
         "source_kind": source_kind,
         "yielding": yielding,

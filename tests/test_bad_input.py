@@ -96,3 +96,82 @@ def test_good_graph_processed_and_nothing_dropped(bad_run):
     assert processed == {"good"}
     assert set(errors) == {g["graph_id"] for g in BAD.values()} | {"truncated", "twice"}
     assert summary.graphs_in == len(processed) + len(errors)
+
+
+# Pure Python (no Spark): the per-batch code of the fused executor on its own.
+
+
+def _texts_batch(*graphs: dict | str):
+    import pandas as pd
+
+    values = [g if isinstance(g, str) else json.dumps(g) for g in graphs]
+    n = len(values)
+    return pd.DataFrame(
+        {
+            "value": values,
+            "source_file": ["f.jsonl"] * n,
+            "graph_id": [None] * n,
+            "error_code": [None] * n,
+            "message": [None] * n,
+        }
+    )
+
+
+def test_same_graph_id_twice_in_one_batch_is_not_computed():
+    """Two copies in one Arrow batch crashed compute_batch (pandas InvalidIndexError); now
+    each copy leaves only its ``graph`` row, for the run's duplicate check to reject."""
+    from pipeline.fused import _batch_rows
+    from pipeline.read_spec import Limits
+
+    rows, _ = _batch_rows(_texts_batch(GOOD, _variant("twice"), _variant("twice")), Limits(), None)
+    graph_ids = [gid for part in rows["graph"] for gid in part["graph_id"]]
+    assert sorted(graph_ids) == ["good", "twice", "twice"]
+    computed = {gid for part in rows["vertex"] for gid in part["graph_id"]}
+    assert computed == {"good"} and "error" not in rows
+
+
+def test_compute_batch_refuses_repeated_ids():
+    from pipeline.fused import _batch_frames
+    from pipeline.read_spec import parse_text
+    from udfs.graph_batch import compute_batch
+
+    pg = parse_text(json.dumps(GOOD), "f")
+    with pytest.raises(ValueError, match="graph ids repeat"):
+        compute_batch(*_batch_frames([(pg, "f"), (pg, "f")]))
+
+
+def test_exception_in_one_graph_costs_that_graph_only():
+    from pipeline.fused import _batch_rows
+    from pipeline.read_spec import Limits
+
+    batch = _texts_batch(GOOD, _variant("victim"), _variant("other"))
+    rows, _ = _batch_rows(batch, Limits(), "victim")
+    errors = {part["graph_id"][0]: part for part in rows["error"]}
+    assert set(errors) == {"victim"} and errors["victim"]["error_code"][0] == "INTERNAL_ERROR"
+    assert "Traceback" in errors["victim"]["message"][0]
+    assert {gid for part in rows["vertex"] for gid in part["graph_id"]} == {"good", "other"}
+
+
+@pytest.mark.parametrize(
+    "node, code",
+    [
+        (5, "BAD_FIELD"),
+        ("id", "BAD_FIELD"),
+        (None, "BAD_FIELD"),
+        ({"id": 2, "name": {"x": 1}, "parallelism": 1}, "BAD_FIELD"),
+    ],
+)
+def test_non_object_nodes_are_contract_errors(node, code):
+    """A node that is not an object raised a TypeError in the contract check (which, before
+    INTERNAL_ERROR rows, killed the whole run)."""
+    from pipeline.read_spec import parse_text
+
+    result = parse_text(json.dumps(_variant("g", nodes=[GOOD["nodes"][0], node])), "f")
+    assert isinstance(result, dict) and result["error_code"] == code
+
+
+def test_lone_surrogates_become_question_marks_as_in_java():
+    from pipeline.read_spec import parse_text
+
+    text = json.dumps(_variant("s", nodes=[{**GOOD["nodes"][0], "uid": "u\udc00"}, GOOD["nodes"][1]]))
+    assert parse_text(text, "f").nodes[0]["uid"] == "u?"

@@ -17,6 +17,7 @@ them into one frame of its output schema.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Iterable
 from itertools import chain
 
@@ -99,14 +100,26 @@ def edge_rule_frame(
 
 
 def compute_batch(
-    graphs: pd.DataFrame, nodes: pd.DataFrame, edges: pd.DataFrame, clock: StepClock | None = None
+    graphs: pd.DataFrame,
+    nodes: pd.DataFrame,
+    edges: pd.DataFrame,
+    clock: StepClock | None = None,
+    raise_in_graph: str | None = None,
 ) -> BatchRows:
     """All output rows of a batch of contract-checked graphs (``graphs`` one row each,
-    with source_file; ``nodes``/``edges`` their stream-table rows, in any order)."""
+    with source_file; ``nodes``/``edges`` their stream-table rows, in any order).
+
+    An exception inside one graph's steps (a bug) turns into that graph's INTERNAL_ERROR
+    row with the traceback; the batch's other graphs are computed as usual. Graph ids must
+    be unique in a batch (a node finds its graph by id): callers take repeated ids out
+    first and report them as DUPLICATE_GRAPH_ID. ``raise_in_graph`` names a graph whose
+    steps raise on purpose (a test hook, see :func:`pipeline.fused.rows_from_texts`)."""
     clock = clock or StepClock()
     t = time.perf_counter()
     graphs = graphs.reset_index(drop=True)
     index = pd.Index(graphs["graph_id"])
+    if not index.is_unique:
+        raise ValueError(f"graph ids repeat within one batch: {sorted(index[index.duplicated()].unique())[:5]}")
     # Nodes sorted by (graph, node id), edges by (graph, edge_idx): each graph is one slice
     # of both, and an edge finds its end nodes by binary search on the node keys.
     node_codes = index.get_indexer(nodes["graph_id"])
@@ -131,8 +144,16 @@ def compute_batch(
     for i, graph in enumerate(graphs.to_dict("records")):
         gid = graph["graph_id"]
         a, b, c, d = node_start[i], node_end[i], edge_start[i], edge_end[i]
-        g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
-        for kind, cols in graph_rows(g, graph, clock).items():
+        try:
+            if gid == raise_in_graph:
+                raise RuntimeError(f"testing.raise_in_graph names graph {gid!r}: raising inside its per-graph steps")
+            g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
+            rows = graph_rows(g, graph, clock)
+        except Exception:
+            n = int(b - a)
+            rows = {"graph": {"source_file": [graph.get("source_file")], "node_count": [n]}}
+            rows["error"] = _error("INTERNAL_ERROR", _traceback_message(), graph.get("source_file"))
+        for kind, cols in rows.items():
             n = len(next(iter(cols.values())))
             cols["graph_id"] = np.full(n, gid, dtype=object)
             out.setdefault(kind, []).append(cols)
@@ -183,6 +204,12 @@ def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Colum
         "job_edge": job_edges,
         "chain_edge": chain_edges,
     }
+
+
+def _traceback_message(limit: int = 4000) -> str:
+    """The current exception's traceback as an error message (its last ``limit`` chars)."""
+    text = "internal error, please report it with this graph: " + traceback.format_exc()
+    return text if len(text) <= limit else "..." + text[-limit:]
 
 
 def _error(code: str, message: str, source_file: str | None) -> Columns:
