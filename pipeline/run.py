@@ -72,8 +72,9 @@ def _timed(summary: RunSummary, progress: Progress, stage: str, fn: Callable[[],
     return out
 
 
-def load_stream_tables(spark: SparkSession, input_path: str) -> StreamTables:
-    """From spec files, or from a folder that ``ingest`` wrote."""
+def load_stream_tables(spark: SparkSession, input_path: str, settings: dict[str, Any] | None = None) -> StreamTables:
+    """From spec files, or from a folder that ``ingest`` wrote (``settings``: the limits;
+    default conf/pipeline.json)."""
     if delta_sink.is_delta_folder(spark, input_path):
         read = lambda t: spark.read.format("delta").load(delta_sink.table_path(input_path, t))  # noqa: E731
         errors_path = delta_sink.table_path(input_path, "graph_errors")
@@ -81,7 +82,7 @@ def load_stream_tables(spark: SparkSession, input_path: str) -> StreamTables:
         if errors is None:
             errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
         return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
-    records = read_spec.read_records(spark, input_path)
+    records = read_spec.read_records(spark, input_path, read_spec.Limits.from_settings(settings))
     return validate.reject_duplicate_graph_ids(stream_tables.split_records(records))
 
 
@@ -140,7 +141,9 @@ def _compute_fused(
             graphs = tables.graphs.count() + tables.errors.count()
             rows = fused.rows_from_tables(tables, per_graph.bucket_count(graphs))
         else:
-            rows = fused.rows_from_texts(read_spec.read_texts(spark, input_path))
+            limits = read_spec.Limits.from_settings(settings)
+            texts = read_spec.read_texts(spark, input_path, limits)
+            rows = fused.rows_from_texts(texts, limits, settings.get("testing", {}).get("raise_in_graph"))
         return rows.localCheckpoint(eager=True)
 
     rows = _timed(summary, progress, "read+compute", all_rows)
@@ -271,7 +274,9 @@ def _compute_staged(
 ) -> RunSummary:
     """One Spark stage per step of the data flow (the hashing one by ``hashing.executor``)."""
     summary = RunSummary(executor="staged")
-    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
+    tables = _timed(
+        summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path, settings).persist()
+    )
     summary.graphs_in = tables.graphs.count() + tables.errors.count()
     summary.stream_nodes = tables.nodes.count()
     progress.say(f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes")
