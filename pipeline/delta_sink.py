@@ -1,42 +1,379 @@
-"""Step 8: the Delta tables, replaced graph by graph.
+"""Step 8: the Delta tables, replaced graph by graph, one commit per table, published per run.
 
-A run owns the graph_ids it read: in every table, rows of those graphs are deleted and
-the run's rows appended, so re-running on the same input leaves the same content, a
-graph that now fails leaves job_vertices for graph_errors (and back), and graphs of
-other runs are left alone.
+A run owns the graph_ids it read: in every table, rows of those graphs are replaced by the
+run's rows, so re-running on the same input leaves the same content, a graph that now fails
+leaves job_vertices for graph_errors (and back), and graphs of other runs are left alone.
+
+What a kill or a concurrent run can do to that, and why the writes below are shaped this
+way, is docs/faults.md. In short:
+
+- each table's replace is ONE Delta commit (a MERGE whose source is the new rows plus one
+  delete marker per graph), so a reader of a table sees it wholly before or wholly after
+  the run, never with a graph's old rows deleted and its new ones missing;
+- only graphs whose rows differ from the table's are in that MERGE (a per-graph
+  fingerprint), and tables have deletion vectors on: a re-run with one graph changed
+  rewrites that graph's rows, not the files around them;
+- Delta's optimistic concurrency makes a MERGE of one run fail if another run committed to
+  the same table meanwhile (the tables are not partitioned, so every MERGE reads the whole
+  table); the MERGE is idempotent, so it is recomputed and retried, a bounded number of times;
+- Delta has no transaction over several tables. Each commit is tagged with the run's id
+  (commitInfo.userMetadata), and after its four commits a run appends one row to the
+  ``runs`` table (the publish). :func:`published_versions` gives, per table, the latest
+  version at which every table holds exactly the same set of finished runs: reading the
+  tables at those versions never shows a run half-written across tables.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
+
+RUNS_TABLE = "runs"
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+RUN_TAG_PREFIX = "flink-jobgraph-run:"
+MAX_ATTEMPTS = 12  # per table; two or three concurrent runs need a few, see scripts/fault_trials.py
+_OP = "__flink_jobgraph_op"  # MERGE source column: 'I' a row to insert, 'D' a graph's delete marker
+
+RUNS_SCHEMA = (
+    "run_id string, finished_at timestamp, graphs long, graphs_digest string, "
+    "versions map<string,long>, rewritten_graphs map<string,long>, attempts map<string,long>"
+)
 
 
 def table_path(output: str, table: str) -> str:
     return f"{output.rstrip('/')}/{table}"
 
 
-def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> None:
-    path = table_path(output, table)
+@dataclass
+class TableCommit:
+    """What one table's replace did: the table version that holds the run's rows (its own
+    commit, or the version it found already equal), graphs rewritten, tries it took."""
+
+    version: int
+    rewritten_graphs: int
+    attempts: int
+
+
+@dataclass
+class RunCommit:
+    run_id: str
+    tables: dict[str, TableCommit] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+
+
+def write_run(
+    spark: SparkSession,
+    output: str,
+    tables: Sequence[tuple[str, DataFrame]],
+    run_ids: DataFrame,
+    run_id: str | None = None,
+    say: Callable[[str], None] | None = None,
+) -> RunCommit:
+    """Replace the run's graphs in every table (from threads: each write has driver-side
+    phases during which the others keep the cores busy), then publish the run."""
+    ids = sorted(r[0] for r in run_ids.collect())
+    run_id = run_id or run_id_for(ids)
+    tag = RUN_TAG_PREFIX + run_id
+    previous = spark.conf.get(USER_METADATA_CONF, None)
+    spark.conf.set(USER_METADATA_CONF, tag)
+    commit = RunCommit(run_id)
+    if say:
+        say(f"delta write: run {run_id.split('~')[0]} starts, {len(ids)} graphs")
+    try:
+        with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+            futures = {
+                name: pool.submit(_replace_with_retry, spark, output, name, df, run_ids, tag, say)
+                for name, df in tables
+            }
+            for name, fut in futures.items():
+                commit.tables[name] = fut.result()  # re-raises the first failure; nothing is published
+                if say:
+                    c = commit.tables[name]
+                    say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} graphs rewritten")
+        _publish(spark, output, commit, ids)
+        if say:
+            say("delta write: run published")
+    finally:
+        if previous is None:
+            spark.conf.unset(USER_METADATA_CONF)
+        else:
+            spark.conf.set(USER_METADATA_CONF, previous)
+    return commit
+
+
+def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> TableCommit:
+    """One table's replace, untagged and unpublished (for callers that write a single table)."""
+    return _replace_with_retry(spark, output, table, rows, run_ids, None, None)
+
+
+def _replace_with_retry(
+    spark: SparkSession,
+    output: str,
+    table: str,
+    rows: DataFrame,
+    run_ids: DataFrame,
+    tag: str | None,
+    say: Callable[[str], None] | None,
+) -> TableCommit:
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag)
+            return TableCommit(version, rewritten, attempt)
+        except DeltaConcurrentModificationException as e:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            # Another run committed to this table between our read and our commit. The MERGE is
+            # recomputed against the new version; jitter keeps two retrying runs from colliding again.
+            if say:
+                say(f"{table}: concurrent commit ({type(e).__name__}), retry {attempt}/{MAX_ATTEMPTS - 1}")
+            time.sleep(min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def _replace_once(
+    spark: SparkSession, path: str, rows: DataFrame, run_ids: DataFrame, tag: str | None
+) -> tuple[int, int]:
     # One file per core, not one per input partition: the fused executor's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
     # Delta more than the rows (measured on the 10k fleet: see bench/README.md).
     rows = rows.coalesce(spark.sparkContext.defaultParallelism)  # never adds partitions
-    if DeltaTable.isDeltaTable(spark, path):
+    if not DeltaTable.isDeltaTable(spark, path):
+        # The first run creates the table with its rows in commit 0. "errorifexists" makes a
+        # creation race fail as a concurrent modification (and retry as a MERGE) instead of
+        # appending over a table another run just created. File statistics only for graph_id,
+        # the first column: it is what runs and queries filter on; the other columns are mostly
+        # random hash IDs whose min/max skip nothing (see bench/README.md). Deletion vectors:
+        # a later MERGE marks a replaced graph's rows deleted instead of rewriting their files.
+        try:
+            (
+                rows.write.format("delta")
+                .option("delta.dataSkippingNumIndexedCols", "1")
+                .option("delta.enableDeletionVectors", "true")
+                .mode("errorifexists")
+                .save(path)
+            )
+        except AnalysisException as e:
+            if "already exist" not in str(e):  # Delta: "Cannot write to already existent path"
+                raise
+            raise _CreatedConcurrently(str(e)) from e
+        return _own_version(spark, path, tag), rows.select("graph_id").distinct().count()
+
+    table = DeltaTable.forPath(spark, path)
+    read_version = int(table.history(1).first()["version"])
+    current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
+    columns = current.columns
+    rows = rows.select(*columns)
+    changed = _changed_graphs(rows, current, run_ids).localCheckpoint(eager=True)
+    n_changed = changed.count()
+    if n_changed == 0:
+        return read_version, 0  # this version already holds the run's rows for its graphs
+    types = dict(current.dtypes)
+    markers = changed.select(
+        *[F.col(c) if c == "graph_id" else F.lit(None).cast(types[c]).alias(c) for c in columns],
+        F.lit("D").alias(_OP),
+    )
+    source = rows.join(changed, "graph_id", "left_semi").select(*columns, F.lit("I").alias(_OP))
+    (
+        table.alias("t")
+        .merge(source.unionByName(markers).alias("s"), f"t.graph_id = s.graph_id AND s.{_OP} = 'D'")
+        .whenMatchedDelete()
+        .whenNotMatchedInsert(condition=f"s.{_OP} = 'I'", values={c: f"s.`{c}`" for c in columns})
+        .execute()
+    )
+    return _own_version(spark, path, tag), n_changed
+
+
+class _CreatedConcurrently(DeltaConcurrentModificationException):
+    """Another run created the table between our check and our write: retry as a MERGE."""
+
+    def __init__(self, desc: str) -> None:
+        Exception.__init__(self, desc)
+        self.desc, self.stackTrace, self.cause = desc, None, None
+
+    def __str__(self) -> str:
+        return self.desc
+
+
+def _fingerprints(df: DataFrame) -> DataFrame:
+    """Per graph: row count and two sums of row hashes over a JSON rendering of the whole row
+    (JSON keeps null positions apart, which a hash over the columns alone would not)."""
+    text = F.to_json(F.struct(*[F.col(c) for c in df.columns]))
+    return df.groupBy("graph_id").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.xxhash64(text).cast("decimal(38,0)")).alias("h1"),
+        F.sum(F.hash(text).cast("decimal(38,0)")).alias("h2"),
+    )
+
+
+def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame) -> DataFrame:
+    """The run's graph_ids whose rows in the table are not exactly the run's rows."""
+    ids = F.broadcast(run_ids.select("graph_id").distinct())
+    new = _fingerprints(rows).alias("a")
+    old = _fingerprints(current.join(ids, "graph_id", "left_semi")).alias("b")
+    same = (
+        F.col("a.n").eqNullSafe(F.col("b.n"))
+        & F.col("a.h1").eqNullSafe(F.col("b.h1"))
+        & F.col("a.h2").eqNullSafe(F.col("b.h2"))
+    )
+    joined = new.join(old, F.col("a.graph_id") == F.col("b.graph_id"), "full_outer")
+    return joined.where(~same).select(F.coalesce(F.col("a.graph_id"), F.col("b.graph_id")).alias("graph_id"))
+
+
+def _own_version(spark: SparkSession, path: str, tag: str | None) -> int:
+    """The version of this run's commit (other runs may have committed after it)."""
+    history = DeltaTable.forPath(spark, path).history(500).select("version", "userMetadata")
+    if tag is not None:
+        mine = history.where(F.col("userMetadata") == tag).agg(F.max("version")).first()[0]
+        if mine is not None:
+            return int(mine)
+    return int(history.agg(F.max("version")).first()[0])
+
+
+def graphs_digest(graph_ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(graph_ids)).encode("utf-8")).hexdigest()
+
+
+def _publish(spark: SparkSession, output: str, commit: RunCommit, graph_ids: Sequence[str]) -> None:
+    """Append the run's row to ``runs``: the run is finished in every table. A blind append,
+    so concurrent runs' publishes do not conflict (only two first creations can)."""
+    row = [
         (
-            DeltaTable.forPath(spark, path)
-            .alias("t")
-            .merge(run_ids.alias("r"), "t.graph_id = r.graph_id")
-            .whenMatchedDelete()
-            .execute()
+            commit.run_id,
+            None,
+            len(graph_ids),
+            graphs_digest(graph_ids),
+            {t: c.version for t, c in commit.tables.items()},
+            {t: c.rewritten_graphs for t, c in commit.tables.items()},
+            {t: c.attempts for t, c in commit.tables.items()},
         )
-        rows.write.format("delta").mode("append").save(path)
-    else:
-        # File statistics only for graph_id, the first column of every table: it is what runs
-        # (the merge above) and queries filter on. The other columns are mostly random hash
-        # IDs, whose min/max per file skip nothing, and collecting them cost ~0.6 s per
-        # million rows on this machine (a new table gets the property; see bench/README.md).
-        rows.write.format("delta").option("delta.dataSkippingNumIndexedCols", "1").mode("overwrite").save(path)
+    ]
+    df = spark.createDataFrame(row, RUNS_SCHEMA).withColumn("finished_at", F.current_timestamp())
+    path = table_path(output, RUNS_TABLE)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            df.write.format("delta").mode("append").save(path)
+            return
+        except DeltaConcurrentModificationException:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            time.sleep(0.2 * attempt * (0.5 + random.random()))
+
+
+def _run_of(user_metadata: str | None) -> str | None:
+    if user_metadata and user_metadata.startswith(RUN_TAG_PREFIX):
+        return user_metadata[len(RUN_TAG_PREFIX) :]
+    return None
+
+
+def published_versions(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, int | None]:
+    """Per table, the version to read so that all tables hold the same set of finished runs
+    (None: the table has no version in that set; read it as empty).
+
+    A commit is *finished* when its run published, or when a published run over the same
+    graph set read or committed that table at or after it (the re-run after a kill: it
+    checked every graph of the set in every table, so the dead run's rows there are its own).
+    Starting from the finished runs, a run is dropped while any table would have to include
+    a commit of an unfinished run before one of its own: what is left is a cut in which every
+    run is either complete in all tables or absent from all of them.
+    """
+    runs_path = table_path(output, RUNS_TABLE)
+    published: dict[str, dict] = {}
+    if DeltaTable.isDeltaTable(spark, runs_path):
+        for r in spark.read.format("delta").load(runs_path).collect():
+            published[r["run_id"]] = {"digest": r["graphs_digest"], "versions": dict(r["versions"] or {})}
+    if tables is None:
+        tables = sorted({t for p in published.values() for t in p["versions"]})
+    commits: dict[str, list[tuple[int, str | None]]] = {}
+    for t in tables:
+        path = table_path(output, t)
+        if not DeltaTable.isDeltaTable(spark, path):
+            commits[t] = []
+            continue
+        hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
+        commits[t] = sorted((int(h["version"]), _run_of(h["userMetadata"])) for h in hist)
+
+    by_run: dict[str, dict[str, int]] = {}
+    for t, cs in commits.items():
+        for v, run in cs:
+            if run is not None:
+                by_run.setdefault(run, {})[t] = max(v, by_run.get(run, {}).get(t, -1))
+    # an unpublished run's commits are covered by a published run over the same graphs that
+    # holds, in each of those tables, a version at or after them
+    covers: dict[str, set[str]] = {}
+    for run in by_run:
+        if run in published:
+            continue
+        digest = _digest_of(run)
+        covers[run] = {
+            p
+            for p, info in published.items()
+            if digest is not None
+            and info["digest"] == digest
+            and all(info["versions"].get(t, -1) >= v for t, v in by_run[run].items())
+        }
+    keep = set(published) | {r for r, c in covers.items() if c}
+    while True:
+        cut = {t: _prefix_end(cs, keep) for t, cs in commits.items()}
+        drop = {
+            run
+            for run in keep
+            if any(v > (cut.get(t) if cut.get(t) is not None else -1) for t, v in by_run.get(run, {}).items())
+        }
+        drop |= {run for run in keep if run in covers and not (covers[run] & keep)}
+        if not drop:
+            return cut
+        keep -= drop
+
+
+def _digest_of(run_id: str) -> str | None:
+    """An unpublished run's graph set is recorded nowhere but in its id (:func:`run_id_for`)."""
+    return run_id.rsplit("~", 1)[1] if "~" in run_id else None
+
+
+def run_id_for(graph_ids: Sequence[str]) -> str:
+    """A run id that carries the digest of the run's graph set, so that a run killed before
+    publishing is recognised as covered by a later published run over the same graphs."""
+    return f"{new_run_id()}~{graphs_digest(graph_ids)}"
+
+
+def _prefix_end(commits: list[tuple[int, str | None]], keep: set[str]) -> int | None:
+    """The last version before the first commit of a run outside ``keep`` (untagged commits,
+    e.g. maintenance, are neither)."""
+    end = None
+    for v, run in commits:
+        if run is not None and run not in keep:
+            break
+        end = v
+    return end
+
+
+def read_published(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, DataFrame]:
+    """The tables at :func:`published_versions`: a consistent view across tables."""
+    out = {}
+    for t, v in published_versions(spark, output, tables).items():
+        if not DeltaTable.isDeltaTable(spark, table_path(output, t)):
+            continue  # no run has created it yet
+        reader = spark.read.format("delta")
+        out[t] = (
+            reader.load(table_path(output, t)).limit(0)
+            if v is None
+            else reader.option("versionAsOf", v).load(table_path(output, t))
+        )
+    return out
 
 
 def is_delta_folder(spark: SparkSession, path: str) -> bool:

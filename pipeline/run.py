@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -91,18 +90,14 @@ def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress
     summary = RunSummary()
     tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
-    for name, df in (
+    written = (
         ("stream_graphs", tables.graphs),
         ("stream_nodes", tables.nodes),
         ("stream_edges", tables.edges),
         ("graph_errors", tables.errors),
-    ):
-        _timed(
-            summary,
-            progress,
-            f"write {name}",
-            lambda name=name, df=df: delta_sink.replace_graphs(spark, output, name, df, run_ids),
-        )
+    )
+    write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say)  # noqa: E731
+    _timed(summary, progress, "delta write", write)
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
     summary.graphs_in = summary.graphs_processed + summary.graphs_rejected
@@ -239,24 +234,22 @@ def _write_and_count(
         summary,
         progress,
         "delta write",
-        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids),
+        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress),
     )
     _count_outputs(summary, vertices, job_edges, errors)
 
 
-def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids) -> None:
-    """The four tables written at once from threads: each write has driver-side phases
-    (planning, Delta's commit) during which the others keep the cores busy."""
+def _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress=None) -> None:
+    """The four tables, each replaced in one Delta commit, then the run published in the
+    output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
+    is docs/faults.md)."""
     tables = (
         ("operators", operators),
         ("job_vertices", vertices),
         ("job_edges", job_edges),
         ("graph_errors", errors),
     )
-    with ThreadPoolExecutor(max_workers=len(tables)) as pool:
-        futures = [pool.submit(delta_sink.replace_graphs, spark, output, name, df, run_ids) for name, df in tables]
-        for f in futures:
-            f.result()  # re-raises the first failure
+    delta_sink.write_run(spark, output, tables, run_ids, say=progress.say if progress else None)
 
 
 def _count_outputs(summary: RunSummary, vertices: DataFrame, job_edges: DataFrame, errors: DataFrame) -> None:
