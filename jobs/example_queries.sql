@@ -26,3 +26,29 @@ SELECT error_code, count(*) AS graphs, min(message) AS example
 FROM delta.`{out}/graph_errors`
 GROUP BY error_code
 ORDER BY error_code;
+
+-- 11. Restore checks (flink-jobgraph check-restore, docs/restore-checks.md): jobs whose next
+--     deploy will fail to restore from their latest savepoint, with Flink's own message.
+SELECT c.graph_id, c.check_id, c.failure, c.operator_id, m.name AS operator_name, m.uid AS operator_uid, c.message
+FROM delta.`{out}/restore_checks` AS c
+LEFT JOIN delta.`{out}/restore_operator_matches` AS m
+  ON m.check_id = c.check_id AND m.operator_id = c.operator_id
+WHERE c.verdict = 'FAILS'
+ORDER BY c.graph_id, c.check_id;
+
+-- 12. Stateful operators without a uid: state in the latest savepoint, restored into an
+--     operator whose ID is generated (any upstream edit will lose that state).
+SELECT m.graph_id, m.node_id, m.name, m.operator_id, m.state_size
+FROM delta.`{out}/restore_operator_matches` AS m
+JOIN delta.`{out}/operators` AS op
+  ON op.graph_id = m.graph_id AND op.node_id = m.node_id
+WHERE m.has_state AND m.status = 'MATCHED' AND op.uid IS NULL AND op.user_operator_id IS NULL
+ORDER BY m.graph_id, m.node_id;
+
+-- 13. Savepoint operator IDs that map to no operator of any known job version (generated
+--     or user-defined ID): whose state is it? Nobody's, as far as the fleet's specs go.
+SELECT s.savepoint, s.operator_id, s.has_state, s.state_size, s.operator_name, s.operator_uid
+FROM delta.`{out}/savepoint_operators` AS s
+LEFT ANTI JOIN delta.`{out}/operators` AS op
+  ON op.operator_id = s.operator_id OR op.user_operator_id = s.operator_id
+ORDER BY s.savepoint, s.operator_index;
