@@ -309,7 +309,8 @@ def _format3_operators(with_subtask: bool) -> list[bytes]:
         operator(3, OID[0], 2, 128, None),  # fully finished
         operator(3, OID[1], 3, 256, [
             (0, None),  # finished subtask: -(0 + 1)
-            (1, subtask(3, mk=key_groups(12, relative(77), handle_id="kg-id"),
+            (1, subtask(3, mk=key_groups(12, relative(77), handle_id="kg-id") if with_subtask  # 1.11: tag 3
+                        else key_groups(3, relative(77)),
                         inputs=[channel_v1(True, 16, byte_stream(32), with_subtask)],
                         outputs=[channel_v1(False, 9, file_handle(999), with_subtask)])),
         ], coord=byte_stream(5)),
@@ -345,7 +346,7 @@ def _changelog(version_line: str) -> bytes:
     """CHANGELOG_HANDLE(_V2) with an incremental base and both kinds of delta handles."""
     legacy = version_line == "1.14"
     v16 = version_line not in ("1.14", "1.15")
-    base = incremental(True, byte_stream(4), [relative(40)], [])
+    base = incremental(not legacy, byte_stream(4), [relative(40)], [])  # 1.14 writes the v1 tag (5)
     mem = i8(9) + i32(0) + i32(128) + i64(1) + i64(3) + i32(2)
     mem += i32(0) + i32(3) + b"abc" + i32(-1) + i32(2) + b"xy"  # a data change and a META_KEY_GROUP change
     mem += b"" if legacy else jutf("mem-id")
@@ -763,3 +764,22 @@ def test_real_savepoints_rewritten_by_flinks_own_writers(real_cases, archive, ve
             for e in sp["operators"]
         ]  # fmt: skip
         assert got == want, name
+
+
+def test_reading_release_limits_formats_and_tags(real_cases):
+    """Given the release that reads the file, formats and tags newer than it fail as in that release."""
+    _, v6 = real_cases["2.3"][0]
+    with pytest.raises(MetadataError, match="Unrecognized checkpoint version number: 6"):
+        parse_metadata(v6, flink_line="2.0.2")
+    assert parse_metadata(v6, flink_line="2.1").format_version == 6
+    _, v4 = real_cases["1.20"][0]
+    with pytest.raises(MetadataError, match="Unrecognized checkpoint version number: 4"):
+        parse_metadata(v4, flink_line="1.15.4")
+    v3 = v4[:4] + i32(3) + v4[8 : parse_metadata(v4).body_end]  # tags 7 and 12 in a format-3 body
+    assert parse_metadata(v3, flink_line="1.15").operators == parse_metadata(v4).operators
+    with pytest.raises(MetadataError, match="type: 12|type: 7"):
+        parse_metadata(v3, flink_line="1.12")
+    relative_in_v2 = metadata(2, [operator(2, OID[0], 1, 1, [(0, subtask(2, mo=op_handle(relative(5))))])])
+    assert parse_metadata(relative_in_v2, flink_line="1.11").operators[0].state_size == 5
+    with pytest.raises(MetadataError, match="StreamStateHandle, code: 6"):
+        parse_metadata(relative_in_v2, flink_line="1.10.3")

@@ -13,10 +13,10 @@ An unknown version or tag stops the parse with :class:`MetadataError` carrying t
 because without the tag's layout the rest of the file cannot be located (never guess).
 
 Two layouts depend on the Flink release and not on the format version (both are format 3):
-Flink 1.11 wrote channel-state handles without the subtask index that 1.12+ write, and Flink
-1.14's changelog handles (tags 8, 9, 10) lack fields that 1.15+ read under the same tags. Pass
-``flink_line="1.11"`` / ``"1.14"`` to read those files; the default is the layout of every
-later release (which is also what a newer Flink would read the file with).
+Flink 1.11 reads and writes channel-state handles without the subtask index of 1.12+, and Flink
+1.14's changelog handles (tags 8, 9, 10) lack fields that 1.15+ read under the same tags. Pass the
+reading release (``flink_line="1.14.6"``) to read as that release does; the default is the
+newest reader (which, like Flink 1.15+, cannot read the 1.14 layout).
 """
 
 from __future__ import annotations
@@ -87,6 +87,26 @@ STREAM_TAGS = frozenset({0, 1, 2, 3, 6, 15, 16})
 KEYED_TAGS = frozenset({0, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14})
 OPERATOR_TAGS = frozenset({0, 4, 17})
 CHANGELOG_DELTA_TAGS = frozenset({9, 10, 13})
+
+# The release line whose reader first knew each tag, and the newest format each line reads
+# (MetadataSerializers / SavepointSerializers of that line). Used when the reading release is given.
+TAG_SINCE = {
+    **dict.fromkeys((0, 1, 2, 4, 5), (1, 3)),
+    6: (1, 11),
+    7: (1, 13),
+    **dict.fromkeys((8, 9, 10), (1, 14)),
+    **dict.fromkeys((11, 12), (1, 15)),
+    **dict.fromkeys((13, 14), (1, 16)),
+    **dict.fromkeys((15, 16, 17), (1, 20)),
+}
+STREAM_TAG_KEY_GROUPS_SINCE = (1, 11)  # a KeyGroupsStateHandle in a stream-handle position (tag 3)
+NEWEST_FORMAT_READ = [((2, 1), 6), ((2, 0), 5), ((1, 16), 4), ((1, 11), 3), ((1, 3), 2)]
+
+
+def _line(flink_line: str | None) -> tuple[int, int] | None:
+    m = re.match(r"\s*(\d+)\.(\d+)", flink_line or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
 
 OPERATOR_STATE_MODES = ("SPLIT_DISTRIBUTE", "UNION", "BROADCAST")  # OperatorStateHandle.Mode
 STATE_SCOPES = ("EXCLUSIVE", "SHARED")  # CheckpointedStateScope
@@ -300,8 +320,17 @@ class _MetadataParser:
     def __init__(self, data: bytes, flink_line: str | None) -> None:
         self.r = _Reader(data)
         self.flink_line = flink_line or ""
-        self.legacy_changelog = self.flink_line.startswith("1.14")
-        self.channel_without_subtask = self.flink_line.startswith("1.11")
+        line = self.line = _line(flink_line)
+        self.legacy_changelog = line == (1, 14)
+        self.channel_without_subtask = line == (1, 11)
+        self.stream_tags, self.keyed_tags, self.operator_tags = STREAM_TAGS, KEYED_TAGS, OPERATOR_TAGS
+        if line is not None:  # the reading release knows only the tags of its time
+
+            def known(tags: frozenset[int]) -> frozenset[int]:
+                return frozenset(t for t in tags if TAG_SINCE.get(t, (0, 0)) <= line or t == 3)
+
+            self.stream_tags = known(STREAM_TAGS) - ({3} if line < STREAM_TAG_KEY_GROUPS_SINCE else set())
+            self.keyed_tags, self.operator_tags = known(KEYED_TAGS), known(OPERATOR_TAGS)
         self.version = 0
         self.tags: set[str] = set()
 
@@ -317,6 +346,11 @@ class _MetadataParser:
         self.version = version = r.i32("metadata version")
         if version == 1:
             raise MetadataError("metadata version 1 (Flink 1.1 / 1.2) is no longer supported by Flink", 4)
+        newest = next((v for since, v in NEWEST_FORMAT_READ if self.line is not None and self.line >= since), None)
+        if newest is not None and version > newest:
+            raise MetadataError(
+                f"Unrecognized checkpoint version number: {version} (Flink {self.flink_line} reads up to {newest})", 4
+            )
         if version not in SUPPORTED_VERSIONS:
             raise MetadataError(f"unknown metadata version {version} (known: 2 to 6)", 4)
         at = r.pos
@@ -500,7 +534,7 @@ class _MetadataParser:
         if depth > MAX_HANDLE_NESTING:
             raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
         tag = r.u8("stream state handle tag")  # DataInputStream.read(): unsigned
-        if tag not in STREAM_TAGS:
+        if tag not in self.stream_tags:
             raise MetadataError(f"Unknown implementation of StreamStateHandle, code: {tag}", at)
         self._tag("stream", tag, TAG_NAMES)
         if tag == NULL_HANDLE:
@@ -565,7 +599,7 @@ class _MetadataParser:
         if depth > MAX_HANDLE_NESTING:
             raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
         tag = r.i8("keyed state handle tag")  # DataInputStream.readByte(): signed
-        if tag not in KEYED_TAGS:
+        if tag not in self.keyed_tags:
             raise MetadataError(f"Reading invalid KeyedStateHandle, type: {tag}", at)
         self._tag("keyed", tag, TAG_NAMES)
         if tag == NULL_HANDLE:
@@ -669,7 +703,7 @@ class _MetadataParser:
         r = self.r
         at = r.pos
         tag = r.i8("operator state handle tag")
-        if tag not in OPERATOR_TAGS:
+        if tag not in self.operator_tags:
             raise MetadataError(f"Reading invalid OperatorStateHandle, type: {tag}", at)
         self._tag("operator", tag, TAG_NAMES)
         if tag == NULL_HANDLE:
@@ -765,8 +799,10 @@ def _desc(h: Handle | None) -> str:
 def parse_metadata(data: bytes, flink_line: str | None = None) -> SavepointMetadata:
     """Parse one ``_metadata`` file as Flink's ``Checkpoints.loadCheckpointMetadata`` would.
 
-    ``flink_line`` ('1.11', '1.14', ...) only matters for the two release-specific layouts
-    described in the module docstring. Raises MetadataError(message, offset) on anything Flink
+    ``flink_line`` is the Flink release that reads the file (as in a restore: the new job's
+    version, e.g. '1.14.6'). When given, the file is read as that release's reader would: formats
+    and tags newer than the release fail as there, and 1.11 / 1.14 use their own layouts (module
+    docstring). Without it, the newest reader (2.3) is modelled. Raises MetadataError(message, offset) on anything Flink
     could not read (bad magic, unknown version or tag, truncation, malformed string, ...).
     """
     if not isinstance(data, bytes | bytearray | memoryview):
