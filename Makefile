@@ -9,6 +9,9 @@ JARS_STAMP := .cache/jars/.installed
 .PHONY: install demo test lint bench clean
 
 install: $(STAMP) $(JARS_STAMP)
+	@# Graphviz (dot lays out `flink-jobgraph render`) and Chromium (tests/test_render.py), from Debian.
+	@command -v dot >/dev/null && command -v chromium >/dev/null || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends graphviz chromium; }
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
