@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline import delta_sink, read_spec
+from pipeline import delta_sink
 from pipeline.profiles import PROFILE_DIR
 from pipeline.run import Progress, compute, load_stream_tables
 from pipeline.savepoints import read_savepoint_tables
@@ -153,7 +153,9 @@ def read_manifest(spark: SparkSession, checks_path: str) -> pd.DataFrame:
     df = spark.read.schema(schema).json(checks_path).toPandas()
     base = checks_path.rstrip("/")
     manifest_dir = base if _is_dir(spark, checks_path) else posixpath.dirname(base)
-    df["allow_non_restored_state"] = df["allow_non_restored_state"].fillna(False).astype(bool)
+    df["allow_non_restored_state"] = [
+        bool(a) if a is not None and a == a else False for a in df["allow_non_restored_state"]
+    ]
     df["savepoint_path"] = [resolve_savepoint(s, manifest_dir) if isinstance(s, str) else None for s in df["savepoint"]]
     return df
 
@@ -347,14 +349,19 @@ def check_restore(
 
 
 def _spec_texts(spark: SparkSession, graphs_path: str, graph_ids: set[str]) -> dict[str, dict]:
-    """The original spec objects of a few graphs (the ones a fix patches), on the driver."""
-    texts = read_spec.read_texts(spark, graphs_path)
-    gid = F.col("graph_id") if "graph_id" in texts.columns else F.get_json_object("value", "$.graph_id")
-    rows = texts.where(gid.isin(sorted(graph_ids))).select("value").collect()
-    out = {}
-    for r in rows:
-        for text in read_spec.texts_of(r["value"], False):
-            obj = json.loads(text)
+    """The original spec objects of a few graphs (the ones a fix patches), on the driver:
+    JSON Lines files line by line, ``.json`` files whole, as ``read_spec`` takes them."""
+    out: dict[str, dict] = {}
+    wanted = sorted(graph_ids)
+    for glob, whole in (("*.{jsonl,jsonl.gz}", False), ("*.{json,json.gz}", True)):
+        reader = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", glob)
+        try:
+            df = reader.text(graphs_path, wholetext=whole)
+        except Exception:  # noqa: BLE001 -- Spark raises when the glob matches no file
+            continue
+        gid = F.get_json_object("value", "$.graph_id")
+        for r in df.where(gid.isin(wanted)).select("value").collect():
+            obj = json.loads(r["value"])
             out[obj["graph_id"]] = obj
     return out
 
