@@ -1,11 +1,7 @@
 package org.flinkjobgraph.restore;
 
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.connector.datagen.source.DataGeneratorSource;
-import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
@@ -13,9 +9,7 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamNode;
-import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -37,17 +31,9 @@ public final class Builder {
         public Map<String, List<Integer>> nodesOf = new LinkedHashMap<>();
     }
 
-    /** Sequence generator of the FLIP-27 source (counts what it emits). */
-    public static final class Gen implements GeneratorFunction<Long, Long> {
-        @Override
-        public Long map(Long v) {
-            Fns.EMITTED.incrementAndGet();
-            return v;
-        }
-    }
-
     public Built build(Program p, Configuration conf, String jobName) {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        compat.configureEnv(env, conf);
         env.setParallelism(p.envPar);
         if (p.envMaxPar > 0) {
             env.setMaxParallelism(p.envMaxPar);
@@ -98,9 +84,7 @@ public final class Builder {
     private DataStream<Long> source(StreamExecutionEnvironment env, Program.Node n, Map<String, Integer> txId) {
         SingleOutputStreamOperator<Long> s;
         if (n.kind.equals("SRC_FLIP27")) {
-            DataGeneratorSource<Long> src = new DataGeneratorSource<>(
-                    new Gen(), Long.MAX_VALUE, RateLimiterStrategy.perSecond(n.rate), Types.LONG);
-            s = env.fromSource(src, WatermarkStrategy.noWatermarks(), n.name);
+            s = compat.flip27Source(env, n.rate, n.name);
         } else {
             s = compat.legacySource(env, !n.kind.equals("SRC_LEGACY_SINGLE"), n.rate).name(n.name);
         }
@@ -152,7 +136,7 @@ public final class Builder {
                 s = k.reduce(new Fns.SumReduce());
                 break;
             case "WTUMBLE":
-                s = k.window(TumblingProcessingTimeWindows.of(Duration.ofMinutes(10))).reduce(new Fns.SumReduce());
+                s = compat.tumblingReduce(k);
                 break;
             case "WCOUNT":
                 s = k.countWindow(n.count).reduce(new Fns.SumReduce());
@@ -195,7 +179,7 @@ public final class Builder {
         boolean legacy = n.kind.equals("SINK_LEGACY");
         switch (n.kind) {
             case "SINK_DISCARD":
-                s = in.sinkTo(new org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<>());
+                s = compat.discardingSink(in);
                 break;
             case "SINK_LEGACY":
                 s = compat.legacySink(in);

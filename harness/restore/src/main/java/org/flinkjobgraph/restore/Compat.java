@@ -1,18 +1,43 @@
 package org.flinkjobgraph.restore;
 
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
-/** What differs between Flink 1.x and 2.x for the restore harness (legacy packages, sink V2). */
+/**
+ * What differs between Flink lines for the restore harness: legacy source/sink packages, sink V2
+ * interfaces, the FLIP-27 generator source, window assigner factories and the configuration
+ * options for restoring and for retained checkpoints. One implementation per line family lives in
+ * src/compat/&lt;dir&gt;/java (class CompatImpl), selected by the Maven profile.
+ */
 public interface Compat {
     /** A legacy SourceFunction source with operator ListState "offset", emitting {@code rate}/s. */
     SingleOutputStreamOperator<Long> legacySource(StreamExecutionEnvironment env, boolean parallel, int rate);
 
+    /** A rate-limited FLIP-27 source (split state + enumerator state in the savepoint). */
+    SingleOutputStreamOperator<Long> flip27Source(StreamExecutionEnvironment env, int rate, String name);
+
     /** A legacy SinkFunction sink (stateless). */
     DataStreamSink<Long> legacySink(DataStream<Long> in);
 
-    /** A sink V2 whose writer keeps state (SupportsWriterState). */
+    /** Flink's sink V2 DiscardingSink (stateless writer). */
+    DataStreamSink<Long> discardingSink(DataStream<Long> in);
+
+    /** A sink V2 whose writer keeps state. */
     DataStreamSink<Long> statefulSink(DataStream<Long> in);
+
+    /** keyBy(...).window(TumblingProcessingTimeWindows of 10 min).reduce(sum). */
+    <K> SingleOutputStreamOperator<Long> tumblingReduce(KeyedStream<Long, K> in);
+
+    /** What `-s <pointer>` [`--allowNonRestoredState`] puts in the job's configuration. */
+    void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState);
+
+    /** Anything the job configuration alone does not reach in this line (default: nothing). */
+    default void configureEnv(StreamExecutionEnvironment env, Configuration conf) {}
+
+    /** Periodic checkpointing (long interval: checkpoints are triggered by hand) retained on cancel. */
+    void retainCheckpoints(Configuration c);
 }

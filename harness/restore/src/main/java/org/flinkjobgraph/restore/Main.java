@@ -22,7 +22,18 @@ import java.util.zip.GZIPOutputStream;
 public final class Main {
     private Main() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            // MiniCluster threads are not daemons: exit so a failed run does not linger
+            t.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    static void run(String[] args) throws Exception {
         if (args.length == 0 || !args[0].equals("generate")) {
             System.err.println("usage: generate --seed S --count N --out F.jsonl.gz --metadata-out F.tar.gz"
                     + " [--start I] [--scratch DIR]");
@@ -90,7 +101,6 @@ public final class Main {
         double secs = (System.currentTimeMillis() - t0) / 1000.0;
         System.err.printf("flink %s: %d cases in %.1f s (%.2f s/case), verdicts %s, case errors (retried) %d%n",
                 SpecExporter.flinkVersionFull(), count, secs, secs / Math.max(1, count), verdicts, retries);
-        System.exit(0);
     }
 
     static long caseSeed(long seed, int index, int attempt) {

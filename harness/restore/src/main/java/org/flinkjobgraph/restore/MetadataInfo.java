@@ -131,8 +131,9 @@ public final class MetadataInfo {
             return "null";
         }
         String n = h.getClass().getSimpleName();
-        if (Refl.has(h, "getMetaDataStateHandle", 0)) {
-            Object meta = Refl.call(h, "getMetaDataStateHandle", null);
+        String metaGetter = metaGetter(h);
+        if (metaGetter != null) {
+            Object meta = Refl.call(h, metaGetter, null);
             return n + "(meta=" + describe(meta) + ", shared=" + handleList(Refl.call(h, "getSharedState", null))
                     + ", private=" + handleList(Refl.call(h, "getPrivateState", null)) + ")";
         }
@@ -140,6 +141,17 @@ public final class MetadataInfo {
             return n + "(" + describe(Refl.call(h, "getDelegateStateHandle", null)) + ")";
         }
         return n;
+    }
+
+    /** Incremental handles: getMetaDataStateHandle() since 1.16, getMetaStateHandle() before. */
+    static String metaGetter(Object h) {
+        if (Refl.has(h, "getMetaDataStateHandle", 0)) {
+            return "getMetaDataStateHandle";
+        }
+        if (Refl.has(h, "getMetaStateHandle", 0) && Refl.has(h, "getSharedState", 0)) {
+            return "getMetaStateHandle";
+        }
+        return null;
     }
 
     private static String handleList(Object c) {
@@ -156,8 +168,8 @@ public final class MetadataInfo {
     /** Key serializer snapshot and registered state names, from the keyed state's meta stream. */
     static Map<String, Object> keyedStates(KeyedStateHandle k, ClassLoader cl) {
         Object stream;
-        if (Refl.has(k, "getMetaDataStateHandle", 0)) {
-            stream = Refl.call(k, "getMetaDataStateHandle", null);
+        if (metaGetter(k) != null) {
+            stream = Refl.call(k, metaGetter(k), null);
         } else if (Refl.has(k, "getDelegateStateHandle", 0)) {
             stream = Refl.call(k, "getDelegateStateHandle", null);
         } else {

@@ -159,6 +159,15 @@ public final class Program {
         return out;
     }
 
+    Node byUid(String uid) {
+        for (Node n : allNodes()) {
+            if (uid.equals(n.uid)) {
+                return n;
+            }
+        }
+        return null;
+    }
+
     public Node byId(String id) {
         for (Node n : allNodes()) {
             if (n.id.equals(id)) {
@@ -195,8 +204,15 @@ public final class Program {
         return l.get(r.nextInt(l.size()));
     }
 
+    /** A uid no node of this program has (Flink rejects duplicate uids while building the graph). */
     String freshUid(Random r) {
-        return pick(r, UID_WORDS) + (r.nextInt(4) == 0 ? "-op" : "-" + (++nextUid));
+        String u = pick(r, UID_WORDS) + (r.nextInt(4) == 0 ? "-op" : "-" + (++nextUid));
+        for (Node n : allNodes()) {
+            if (u.equals(n.uid)) {
+                return pick(r, UID_WORDS) + "-" + (++nextUid);
+            }
+        }
+        return u;
     }
 
     static String randomHash(Random r) {
@@ -465,7 +481,8 @@ public final class Program {
                     n.uid = null;
                 } else {
                     e.put("old", n.uid);
-                    n.uid = r.nextBoolean() ? n.uid + "_v2" : freshUid(r);
+                    String renamed = n.uid + "_v2";
+                    n.uid = r.nextBoolean() && byUid(renamed) == null ? renamed : freshUid(r);
                     e.put("new", n.uid);
                 }
                 return e;

@@ -4,11 +4,10 @@ import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.configuration.StateRecoveryOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.ExecutionState;
@@ -24,7 +23,6 @@ import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -44,11 +42,13 @@ public final class Runner implements AutoCloseable {
 
     private final MiniCluster mc;
     private final Builder builder;
+    private final Compat compat;
     private final Path scratch;
     private final String line;
 
     public Runner(Compat compat, Path scratch) throws Exception {
         this.builder = new Builder(compat);
+        this.compat = compat;
         this.scratch = scratch;
         this.line = SpecExporter.flinkLine();
         Files.createDirectories(scratch);
@@ -57,6 +57,7 @@ public final class Runner implements AutoCloseable {
         c.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
         c.set(TaskManagerOptions.NETWORK_MEMORY_MAX, MemorySize.parse("128m"));
         c.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        c.set(RestOptions.BIND_PORT, "0"); // several harness runs side by side
         mc = new MiniCluster(new MiniClusterConfiguration.Builder()
                 .setConfiguration(c)
                 .setNumTaskManagers(1)
@@ -110,9 +111,7 @@ public final class Runner implements AutoCloseable {
         }
         c.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         if (v1 && s.takenBy.equals("retained-checkpoint")) {
-            c.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofHours(1));
-            c.set(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
-                    ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
+            compat.retainCheckpoints(c);
         }
         return c;
     }
@@ -144,8 +143,12 @@ public final class Runner implements AutoCloseable {
         String stage;
     }
 
+    /** Jobs of the current case; whatever still runs when the case ends is cancelled. */
+    private final List<JobID> submitted = new ArrayList<>();
+
     Outcome startAndObserve(JobGraph jg) throws Exception {
         JobID id = jg.getJobID();
+        submitted.add(id);
         mc.submitJob(jg).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
         long deadline = System.currentTimeMillis() + TIMEOUT_MS;
         boolean everDeployed = false;
@@ -171,7 +174,8 @@ public final class Runner implements AutoCloseable {
                     if (es != ExecutionState.CREATED && es != ExecutionState.SCHEDULED) {
                         everDeployed = true;
                     }
-                    all &= es == ExecutionState.RUNNING;
+                    // a FLIP-27 reader that gets no split (more readers than saved splits) finishes
+                    all &= es == ExecutionState.RUNNING || es == ExecutionState.FINISHED;
                 }
                 if (all) {
                     Outcome o = new Outcome();
@@ -181,7 +185,21 @@ public final class Runner implements AutoCloseable {
             }
             Thread.sleep(20);
         }
-        throw new IllegalStateException("job " + id + " neither RUNNING nor failed after " + TIMEOUT_MS + " ms");
+        throw new IllegalStateException("job " + id + " neither RUNNING nor failed after " + TIMEOUT_MS + " ms: "
+                + executionStates(id));
+    }
+
+    String executionStates(JobID id) {
+        try {
+            Map<String, Integer> m = new java.util.TreeMap<>();
+            for (AccessExecutionVertex v : mc.getArchivedExecutionGraph(id).get().getAllExecutionVertices()) {
+                m.merge(v.getTaskNameWithSubtaskIndex().replaceAll(" \\(\\d+/\\d+\\).*", "") + "="
+                        + v.getExecutionState(), 1, Integer::sum);
+            }
+            return m.toString();
+        } catch (Exception e) {
+            return e.toString();
+        }
     }
 
     static String stage(Throwable t, boolean deployed) {
@@ -217,7 +235,8 @@ public final class Runner implements AutoCloseable {
             if (st == JobStatus.RUNNING) {
                 boolean all = true;
                 for (AccessExecutionVertex v : mc.getArchivedExecutionGraph(id).get().getAllExecutionVertices()) {
-                    all &= v.getExecutionState() == ExecutionState.RUNNING;
+                    ExecutionState es = v.getExecutionState();
+                    all &= es == ExecutionState.RUNNING || es == ExecutionState.FINISHED;
                 }
                 if (all) {
                     return;
@@ -225,7 +244,7 @@ public final class Runner implements AutoCloseable {
             }
             Thread.sleep(20);
         }
-        throw new IllegalStateException("v1 not running after " + TIMEOUT_MS + " ms");
+        throw new IllegalStateException("v1 not running after " + TIMEOUT_MS + " ms: " + executionStates(id));
     }
 
     /** Runs one case; the returned map has the output line's fields plus "_metadata" bytes. */
@@ -243,6 +262,7 @@ public final class Runner implements AutoCloseable {
 
             // ---- run v1 and snapshot it
             JobID id1 = j1.jobGraph.getJobID();
+            submitted.add(id1);
             mc.submitJob(j1.jobGraph).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
             waitAllRunning(id1);
             long tRunning = System.currentTimeMillis();
@@ -309,8 +329,7 @@ public final class Runner implements AutoCloseable {
 
             // ---- restore v2 from the snapshot
             Configuration c2 = jobConf(s, caseDir, false);
-            c2.set(StateRecoveryOptions.SAVEPOINT_PATH, pointer);
-            c2.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, false);
+            compat.restoreFrom(c2, pointer, false);
             Job j2 = job(v2, c2, caseId, caseId + "/v2");
             long tV2 = System.currentTimeMillis();
             Outcome o = startAndObserve(j2.jobGraph);
@@ -320,7 +339,7 @@ public final class Runner implements AutoCloseable {
             Outcome oa = o;
             boolean anrsRun = false;
             if (o.verdict.equals("FAILED")) {
-                c2.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
+                compat.restoreFrom(c2, pointer, true);
                 Job j2a = job(v2, c2, caseId, caseId + "/v2");
                 oa = startAndObserve(j2a.jobGraph);
                 anrsRun = true;
@@ -378,6 +397,16 @@ public final class Runner implements AutoCloseable {
             out.put("_metadata", metadata);
             return out;
         } finally {
+            for (JobID id : submitted) {
+                try {
+                    if (!mc.getJobStatus(id).get().isGloballyTerminalState()) {
+                        cancelAndWait(id);
+                    }
+                } catch (Exception ignored) {
+                    // unknown or already gone
+                }
+            }
+            submitted.clear();
             deleteRecursively(caseDir);
         }
     }

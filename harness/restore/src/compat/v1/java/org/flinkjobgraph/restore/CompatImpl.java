@@ -27,7 +27,7 @@ import java.util.Collections;
 import java.util.List;
 
 /** Flink 1.x (1.15 - 1.20): old legacy packages; Sink.createWriter(InitContext) is abstract. */
-public class CompatImpl implements Compat {
+public class CompatImpl extends ModernCompat {
 
     /** Shared body of the legacy sources: rate-limited counter with operator ListState "offset". */
     static final class Body implements java.io.Serializable {

@@ -27,7 +27,7 @@ import java.util.Collections;
 import java.util.List;
 
 /** Flink 2.x: legacy functions live in ...legacy packages; Sink.createWriter(WriterInitContext). */
-public class CompatImpl implements Compat {
+public class CompatImpl extends ModernCompat {
 
     /** Shared body of the legacy sources: rate-limited counter with operator ListState "offset". */
     static final class Body implements java.io.Serializable {

@@ -1,0 +1,363 @@
+package org.flinkjobgraph.restore;
+
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.StatefulSink;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.SinkFunction;
+import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
+import org.apache.flink.streaming.api.functions.source.RichSourceFunction;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.connector.source.ReaderOutput;
+import org.apache.flink.api.connector.source.SourceEvent;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
+import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
+import org.apache.flink.core.io.InputStatus;
+import org.apache.flink.runtime.jobgraph.SavepointConfigOptions;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.environment.CheckpointConfig;
+import org.apache.flink.streaming.api.environment.ExecutionCheckpointingOptions;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
+import org.apache.flink.streaming.api.windowing.time.Time;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.nio.ByteBuffer;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * Flink 1.15: no DataGeneratorSource (a throttled NumberSequenceSource instead), no sink V2
+ * DiscardingSink, StatefulSink instead of SupportsWriterState, SavepointConfigOptions and
+ * ExecutionCheckpointingOptions instead of StateRecoveryOptions / CheckpointingOptions.
+ */
+public class CompatImpl implements Compat {
+
+    /** Shared body of the legacy sources: rate-limited counter with operator ListState "offset". */
+    static final class Body implements java.io.Serializable {
+        final int rate;
+        volatile boolean running = true;
+        transient ListState<Long> state;
+        long next;
+
+        Body(int rate) {
+            this.rate = rate;
+        }
+
+        void run(org.apache.flink.streaming.api.functions.source.SourceFunction.SourceContext<Long> ctx)
+                throws Exception {
+            long sleep = Math.max(1, 1000L / rate);
+            while (running) {
+                synchronized (ctx.getCheckpointLock()) {
+                    ctx.collect(next++);
+                }
+                Fns.EMITTED.incrementAndGet();
+                Thread.sleep(sleep);
+            }
+        }
+
+        void snapshot() throws Exception {
+            state.update(Collections.singletonList(next));
+        }
+
+        void init(FunctionInitializationContext c) throws Exception {
+            state = c.getOperatorStateStore().getListState(new ListStateDescriptor<>("offset", Types.LONG));
+            for (Long x : state.get()) {
+                next = Math.max(next, x);
+            }
+        }
+    }
+
+    public static final class ParSrc extends RichParallelSourceFunction<Long> implements CheckpointedFunction {
+        final Body b;
+
+        ParSrc(int rate) {
+            b = new Body(rate);
+        }
+
+        @Override
+        public void run(SourceContext<Long> ctx) throws Exception {
+            b.run(ctx);
+        }
+
+        @Override
+        public void cancel() {
+            b.running = false;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            b.snapshot();
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            b.init(context);
+        }
+    }
+
+    public static final class Src extends RichSourceFunction<Long> implements CheckpointedFunction {
+        final Body b;
+
+        Src(int rate) {
+            b = new Body(rate);
+        }
+
+        @Override
+        public void run(SourceContext<Long> ctx) throws Exception {
+            b.run(ctx);
+        }
+
+        @Override
+        public void cancel() {
+            b.running = false;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            b.snapshot();
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            b.init(context);
+        }
+    }
+
+    public static final class Snk implements SinkFunction<Long> {
+        @Override
+        public void invoke(Long value, Context context) {}
+    }
+
+    /** NumberSequenceSource whose reader emits at most {@code rate} records/s per subtask. */
+    public static final class SlowSequence extends NumberSequenceSource {
+        final int rate;
+
+        SlowSequence(int rate) {
+            super(0, Long.MAX_VALUE);
+            this.rate = rate;
+        }
+
+        @Override
+        public SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> createReader(SourceReaderContext ctx) {
+            return new Throttled(super.createReader(ctx), Math.max(1, 1000 / rate));
+        }
+    }
+
+    static final class Throttled implements SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> {
+        final SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> d;
+        final long sleepMs;
+
+        Throttled(SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> d, long sleepMs) {
+            this.d = d;
+            this.sleepMs = sleepMs;
+        }
+
+        @Override
+        public void start() {
+            d.start();
+        }
+
+        @Override
+        public InputStatus pollNext(ReaderOutput<Long> out) throws Exception {
+            Thread.sleep(sleepMs);
+            InputStatus st = d.pollNext(out);
+            if (st == InputStatus.MORE_AVAILABLE) {
+                Fns.EMITTED.incrementAndGet();
+            }
+            return st;
+        }
+
+        @Override
+        public List<NumberSequenceSource.NumberSequenceSplit> snapshotState(long checkpointId) {
+            return d.snapshotState(checkpointId);
+        }
+
+        @Override
+        public CompletableFuture<Void> isAvailable() {
+            return d.isAvailable();
+        }
+
+        @Override
+        public void addSplits(List<NumberSequenceSource.NumberSequenceSplit> splits) {
+            d.addSplits(splits);
+        }
+
+        @Override
+        public void notifyNoMoreSplits() {
+            d.notifyNoMoreSplits();
+        }
+
+        @Override
+        public void handleSourceEvents(SourceEvent e) {
+            d.handleSourceEvents(e);
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) throws Exception {
+            d.notifyCheckpointComplete(checkpointId);
+        }
+
+        @Override
+        public void close() throws Exception {
+            d.close();
+        }
+    }
+
+    @Override
+    public SingleOutputStreamOperator<Long> flip27Source(StreamExecutionEnvironment env, int rate, String name) {
+        return env.fromSource(new SlowSequence(rate), WatermarkStrategy.noWatermarks(), name);
+    }
+
+    @Override
+    public <K> SingleOutputStreamOperator<Long> tumblingReduce(KeyedStream<Long, K> in) {
+        return in.window(TumblingProcessingTimeWindows.of(Time.minutes(10))).reduce(new Fns.SumReduce());
+    }
+
+    @Override
+    public void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState) {
+        c.set(SavepointConfigOptions.SAVEPOINT_PATH, pointer);
+        c.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, allowNonRestoredState);
+    }
+
+    /**
+     * 1.15's CheckpointConfig.configure reads only the checkpoint directory from the job's
+     * configuration (storage type and inline threshold would silently fall back to the defaults),
+     * so the storage is set on the environment, as 1.15 users do.
+     */
+    @Override
+    public void configureEnv(StreamExecutionEnvironment env, Configuration conf) {
+        String storage = conf.get(CheckpointingOptions.CHECKPOINT_STORAGE);
+        if ("jobmanager".equals(storage)) {
+            env.getCheckpointConfig().setCheckpointStorage(new JobManagerCheckpointStorage());
+        } else if (conf.contains(CheckpointingOptions.CHECKPOINTS_DIRECTORY)) {
+            int threshold = (int) conf.get(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD).getBytes();
+            env.getCheckpointConfig().setCheckpointStorage(new FileSystemCheckpointStorage(
+                    java.net.URI.create(conf.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY)), threshold));
+        }
+    }
+
+    @Override
+    public void retainCheckpoints(Configuration c) {
+        c.set(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofHours(1));
+        c.set(ExecutionCheckpointingOptions.EXTERNALIZED_CHECKPOINT,
+                CheckpointConfig.ExternalizedCheckpointCleanup.RETAIN_ON_CANCELLATION);
+    }
+
+    @Override
+    public SingleOutputStreamOperator<Long> legacySource(StreamExecutionEnvironment env, boolean parallel, int rate) {
+        return parallel ? env.addSource(new ParSrc(rate)) : env.addSource(new Src(rate));
+    }
+
+    @Override
+    public DataStreamSink<Long> legacySink(DataStream<Long> in) {
+        return in.addSink(new Snk());
+    }
+
+    // ---------------------------------------------------------------- stateful sink V2
+
+    public static final class LongSer implements SimpleVersionedSerializer<Long>, java.io.Serializable {
+        @Override
+        public int getVersion() {
+            return 1;
+        }
+
+        @Override
+        public byte[] serialize(Long v) {
+            return ByteBuffer.allocate(8).putLong(v).array();
+        }
+
+        @Override
+        public Long deserialize(int version, byte[] b) throws IOException {
+            return ByteBuffer.wrap(b).getLong();
+        }
+    }
+
+    public static final class CountingWriter implements StatefulSink.StatefulSinkWriter<Long, Long> {
+        long count;
+
+        CountingWriter(Collection<Long> restored) {
+            for (Long x : restored) {
+                count += x;
+            }
+        }
+
+        @Override
+        public void write(Long element, Context context) {
+            count++;
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        @Override
+        public List<Long> snapshotState(long checkpointId) {
+            return Collections.singletonList(count);
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    public static final class CountingSink implements StatefulSink<Long, Long> {
+        @Override
+        public StatefulSinkWriter<Long, Long> createWriter(InitContext context) {
+            return new CountingWriter(Collections.emptyList());
+        }
+
+        @Override
+        public StatefulSinkWriter<Long, Long> restoreWriter(InitContext context, Collection<Long> state) {
+            return new CountingWriter(state);
+        }
+
+        @Override
+        public SimpleVersionedSerializer<Long> getWriterStateSerializer() {
+            return new LongSer();
+        }
+    }
+
+    /** Sink V2 with a writer that drops everything (1.15 has no sink V2 DiscardingSink). */
+    public static final class NoopSink implements Sink<Long> {
+        @Override
+        public SinkWriter<Long> createWriter(InitContext context) {
+            return new SinkWriter<Long>() {
+                @Override
+                public void write(Long element, Context context) {}
+
+                @Override
+                public void flush(boolean endOfInput) {}
+
+                @Override
+                public void close() {}
+            };
+        }
+    }
+
+    @Override
+    public DataStreamSink<Long> discardingSink(DataStream<Long> in) {
+        return in.sinkTo(new NoopSink());
+    }
+
+    @Override
+    public DataStreamSink<Long> statefulSink(DataStream<Long> in) {
+        return in.sinkTo(new CountingSink());
+    }
+}
