@@ -415,7 +415,10 @@ public final class Runner implements AutoCloseable {
         return l == null || l.isEmpty() ? null : l;
     }
 
-    /** The ID v1 saved a node's state under: its user-defined hash if set, else the generated ID. */
+    /**
+     * The ID v1 saved a node's state under. Flink writes operator state under the generated ID even
+     * when setUidHash is set (the user-defined ID only helps matching on restore).
+     */
     @SuppressWarnings("unchecked")
     static String savedId(Job j1, List<Integer> nodes) {
         if (nodes == null || nodes.size() != 1) {
@@ -426,8 +429,7 @@ public final class Runner implements AutoCloseable {
         if (op == null) {
             return null;
         }
-        Object user = op.get("user_operator_id");
-        return (String) (user != null ? user : op.get("operator_id"));
+        return (String) op.get("operator_id");
     }
 
     /** The setUidHash fix users apply: pin one operator, or every operator, to its v1 ID. */
@@ -436,7 +438,8 @@ public final class Runner implements AutoCloseable {
         boolean all = r.nextInt(100) < 60;
         List<Program.Node> cands = new ArrayList<>();
         for (Program.Node n : v2.real()) {
-            if (v1.byId(n.id) == null || n.kind.equals("SINK_DISCARD") || n.kind.equals("SINK_STATEFUL")) {
+            if (v1.byId(n.id) == null || n.uidHash != null || n.kind.equals("SINK_DISCARD")
+                    || n.kind.equals("SINK_STATEFUL")) {
                 continue;
             }
             if (savedId(j1, j1.built.nodesOf.get(n.id)) != null) {
