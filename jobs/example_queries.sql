@@ -27,6 +27,16 @@ FROM delta.`{out}/graph_errors`
 GROUP BY error_code
 ORDER BY error_code;
 
+-- 5. Whose latency is this? Flink's latency metrics name the source and the operator only
+--    by ID (operators.operator_id): docs/metrics.md has the view for every metric shape.
+SELECT op.graph_id, src.name AS source, src.uid AS source_uid, op.name AS operator, op.uid AS operator_uid,
+       int(regexp_extract(m.metric, 'operator_subtask_index[.]([0-9]+)', 1)) AS subtask
+FROM (SELECT 'latency.source_id.c22cf63a4da6caf9dc3f39526c6a3188.source_subtask_index.0.operator_id.3445ba224980e9fc3baa88a69d32fea5.operator_subtask_index.3.latency_p99' AS metric) AS m
+JOIN delta.`{out}/operators` AS op
+  ON op.operator_id = regexp_extract(m.metric, 'operator_id[.]([0-9a-f]{32})', 1)
+JOIN delta.`{out}/operators` AS src
+  ON src.graph_id = op.graph_id AND src.operator_id = regexp_extract(m.metric, 'source_id[.]([0-9a-f]{32})', 1);
+
 -- 11. Restore checks (flink-jobgraph check-restore, docs/restore-checks.md): jobs whose next
 --     deploy will fail to restore from their latest savepoint, with Flink's own message.
 SELECT c.graph_id, c.check_id, c.failure, c.operator_id, m.name AS operator_name, m.uid AS operator_uid, c.message

@@ -52,7 +52,7 @@ def test_example_queries_answer_on_the_samples(spark, settings, tmp_path):
     out = str(tmp_path / "demo")
     compute(spark, str(ROOT / "samples"), out, settings, Progress(enabled=False))
     results = [spark.sql(sql).collect() for _, sql in example_queries(out)]
-    which, vertices, lost, errors = results
+    which, vertices, lost, errors = results[:4]  # queries appended later are checked by their own tests
     assert [(r.graph_id, r.node_id, r.uid) for r in which] == [("seed003-stateful-with-uids", 4, "count_uid")]
     assert [r.name for r in vertices] == [
         "Window Agg -> Enrich -> Sink: Kafka",
