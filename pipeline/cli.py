@@ -57,8 +57,34 @@ def build_parser() -> argparse.ArgumentParser:
         add_catalog_args(c)
     restore_cli.add_parser(sub)
     export_cmd.add_parser(sub)
+    _add_render_parser(sub)
     p.add_argument("--version", action="version", version=f"flink-jobgraph {__version__}")
     return p
+
+
+def _add_render_parser(sub) -> None:
+    helptext = "draw a job's JobGraph (or two versions side by side) as a self-contained HTML page"
+    r = sub.add_parser("render", help=helptext, description=helptext)
+    r.add_argument("--output", required=True, help="the folder `compute` wrote")
+    r.add_argument("--graph-id", required=True, help="the job version to draw")
+    r.add_argument("--compare", metavar="OTHER_ID", help="another version drawn beside it, changed operator IDs marked")
+    r.add_argument("--to", required=True, help="the HTML file to write, e.g. page.html")
+    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help=argparse.SUPPRESS)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from pipeline.render import RenderError, render
+    from pipeline.session import SetupError, get_spark
+    from pipeline.settings import load_settings
+
+    try:
+        spark = get_spark(load_settings(_overrides(args.set)))
+        path = render(spark, args.output, args.graph_id, args.to, args.compare)
+    except (RenderError, SetupError, ValueError) as e:
+        print(f"flink-jobgraph: {e}", file=sys.stderr)
+        return 2
+    print(f"render: {args.graph_id}" + (f" vs {args.compare}" if args.compare else "") + f" -> {path}")
+    return 0
 
 
 def add_catalog_args(c: argparse.ArgumentParser) -> None:
@@ -91,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         return restore_cli.run(args, _overrides(args.set))
     if args.command == "export":
         return export_cmd.run(args)
+    if args.command == "render":
+        return _render(args)
     if getattr(args, "catalog", None) and not getattr(args, "database", None):
         parser.error("--catalog needs --database")
     # Imported late so that --help answers without starting a JVM.
