@@ -56,6 +56,20 @@ def test_rules_agree_with_flink_on_every_real_case(line):
         assert {t.split(" ")[0] for t in agg.task_stage} == {t.format(line) for t in TASK_STAGE}
 
 
+GOLDEN = Path(__file__).resolve().parent / "golden" / "restore"
+
+
+@pytest.mark.parametrize("name", ["savepoint-1.20-s7", "savepoint-2.3-s7", "savepoint-2.0-s7"])
+def test_rules_agree_with_flink_on_the_harness_golden_sets(name):
+    """The project's own harness's real restores (another seed, and Flink 2.0's format 5)."""
+    cases = rc.read_cases(GOLDEN / f"{name}.jsonl.gz")
+    without, with_allow, via_reader = rc.run_agreement(cases, rc.read_metadata_tar(GOLDEN / f"{name}-metadata.tar.gz"))
+    assert via_reader == len(cases)
+    for agg in (without, with_allow):
+        assert agg.compared + len(agg.task_stage) == len(cases) and agg.compared > 0
+        assert agg.mismatches == [] and agg.all_agree()
+
+
 def test_reader_lists_operators_in_the_order_flink_walks(all_cases):
     cases, metadata = all_cases
     for c in cases:
