@@ -258,11 +258,13 @@ class Counts:
     concurrent_retries: int = 0
 
 
-def kill_trials(spark, work: Path, inputs: dict[str, Path], clean: dict[str, dict], n: int, rng, log) -> list[dict]:
+def kill_trials(
+    spark, work: Path, inputs: dict[str, Path], clean: dict[str, dict], n: int, rng, log, trials: list[dict]
+) -> list[dict]:
     out = work / "trial-out"
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(work / "clean-X", out)
-    state, trials = "X", []
+    state = "X"
     write_len = [clean["X"]["write_seconds"] or 10.0, clean["Y"]["write_seconds"] or 10.0]
     for i in range(1, n + 1):
         target = "Y" if state == "X" else "X"
@@ -308,11 +310,10 @@ def kill_trials(spark, work: Path, inputs: dict[str, Path], clean: dict[str, dic
     return trials
 
 
-def concurrent_trials(spark, work: Path, inputs: dict[str, Path], n: int, log) -> list[dict]:
+def concurrent_trials(spark, work: Path, inputs: dict[str, Path], n: int, log, trials: list[dict]) -> list[dict]:
     """Odd trials into a fresh output (both runs create the tables), even ones into an output
     holding clean X, with Y's halves (both runs MERGE into existing tables)."""
     refs: dict[str, dict[str, Counter]] = {}
-    trials = []
     for j in range(1, n + 1):
         fresh = j % 2 == 1
         a, b = ("A", "B") if fresh else ("AY", "BY")
@@ -422,8 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clean run {name}: {r.seconds} s (write phase {r.write_seconds} s)", flush=True)
     assert clean["X"]["tables"] != clean["Y"]["tables"]
 
-    kills.extend(kill_trials(spark, work, inputs, clean, args.kills, rng, log) if args.kills else [])
-    conc.extend(concurrent_trials(spark, work, inputs, args.concurrent, log) if args.concurrent else [])
+    # the lists fill trial by trial, so that save() after each trial writes them
+    kill_trials(spark, work, inputs, clean, args.kills, rng, log, kills)
+    concurrent_trials(spark, work, inputs, args.concurrent, log, conc)
     save()
     counts = summarize(kills, conc)
     for k, v in asdict(counts).items():
