@@ -49,7 +49,7 @@ def _run(script: str, tmp: Path) -> subprocess.CompletedProcess:
         env=_hive_env(tmp),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # generous: a shared, loaded machine took >10 min for what takes ~1 min idle
     )
 
 
