@@ -1,0 +1,121 @@
+"""Benchmark: `flink-jobgraph check-restore` over N checks (the savepoints of N/2 jobs, each
+checked against its new version with and without allowNonRestoredState) as the user runs it.
+
+The checks are real: every case is a random stateful job that real Flink ran, savepointed and
+tried to restore (conformance/restore/, tests/golden/restore/, ../shared/vectors/restore/).
+The whole command is timed from outside, Spark start included, with the CPU seconds of its
+whole process tree (the JVM and Python workers are not reaped by the CLI, so /usr/bin/time
+would miss them: descendants are sampled from /proc while it runs).
+
+    python bench/restore_bench.py --checks 1000 [--no-proof] [--tag TAG]
+
+Writes bench/results/<time>-restore-<N>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.restore_cases import read_cases, read_metadata_tar, write_case_fleet  # noqa: E402
+
+CASE_SETS = [
+    *sorted((ROOT / "conformance" / "restore").glob("savepoint-*.jsonl.gz")),
+    *sorted((ROOT / "tests" / "golden" / "restore").glob("savepoint-*.jsonl.gz")),
+    *sorted((ROOT.parent / "shared" / "vectors" / "restore").glob("savepoint-*.jsonl.gz")),
+]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cases(n_cases: int) -> tuple[list[dict], dict[str, bytes]]:
+    cases: list[dict] = []
+    metadata: dict[str, bytes] = {}
+    for path in CASE_SETS:
+        metadata.update(read_metadata_tar(str(path).replace(".jsonl.gz", "-metadata.tar.gz")))
+        cases.extend(read_cases(path))
+        if len(cases) >= n_cases:
+            break
+    if len(cases) < n_cases:
+        raise SystemExit(f"only {len(cases)} real cases available, {n_cases} needed")
+    return cases[:n_cases], metadata
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """Record the CPU seconds (user + system) of root and every descendant, the last value per pid."""
+    stats = {int(e): st for e in os.listdir("/proc") if e.isdigit() and (st := _stat(int(e))) is not None}
+    children: dict[int, list[int]] = {}
+    for pid, st in stats.items():
+        children.setdefault(int(st[1]), []).append(pid)
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            seen[pid] = (int(stats[pid][11]) + int(stats[pid][12])) / TICK
+        stack.extend(children.get(pid, []))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checks", type=int, default=1000, help="number of checks (two per job)")
+    ap.add_argument("--no-proof", action="store_true", help="pass --no-proof (fixes proposed, not recomputed)")
+    ap.add_argument("--tag", default="")
+    args = ap.parse_args()
+    cases, metadata = _cases(args.checks // 2)
+    work = Path(tempfile.mkdtemp(prefix="restore-bench-"))
+    folder = write_case_fleet(cases, metadata, work / "fleet")
+    out = work / "out"
+    summary_json = work / "summary.json"
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "flink-jobgraph"), "check-restore", "--graphs", str(folder / "graphs"),
+        "--checks", str(folder / "checks.jsonl"), "--output", str(out), "--summary-json", str(summary_json),
+    ]  # fmt: skip
+    if args.no_proof:
+        cmd.append("--no-proof")
+    seen: dict[int, float] = {}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None:
+        _tree_cpu(proc.pid, seen)
+        time.sleep(0.5)
+    wall = time.perf_counter() - start
+    stderr = proc.stderr.read() if proc.stderr else ""
+    self_cpu = os.times()
+    result = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(cmd[1:]),
+        "checks": args.checks,
+        "jobs": len(cases),
+        "case_sets": [p.name for p in CASE_SETS],
+        "proof": not args.no_proof,
+        "exit_code": proc.returncode,
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds_process_tree": round(sum(seen.values()) + self_cpu.children_user + self_cpu.children_system, 1),
+        "load_average_after": os.getloadavg(),
+        "summary": json.loads(summary_json.read_text()) if summary_json.exists() else None,
+        "stderr_tail": stderr[-2000:],
+    }
+    name = time.strftime("%Y%m%d-%H%M%S") + f"-restore-{args.checks}" + (f"-{args.tag}" if args.tag else "") + ".json"
+    (ROOT / "bench" / "results" / name).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: result[k] for k in ("checks", "exit_code", "wall_seconds", "cpu_seconds_process_tree")}))
+    print(f"-> bench/results/{name}")
+
+
+if __name__ == "__main__":
+    main()
