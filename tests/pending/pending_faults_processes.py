@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from pipeline.run import compute
-
 from tests.conftest import ROOT
 from tests.test_faults import QUIET, TABLES, ft
 

@@ -13,7 +13,6 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from pipeline.run import Progress, compute
-
 from tests.conftest import VECTORS
 
 # ---- the same lines in any file layout and order: real Spark runs ------------------------------
