@@ -205,6 +205,33 @@ def test_sql_jobs_are_captured_and_computed_like_flink(built, spark, settings, t
     assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
 
 
+@pytest.mark.parametrize("line", LINES)
+def test_an_operator_added_behind_a_uid_operator_moves_an_upstream_id(built, line):
+    """Real Flink: adding D behind the uid operator U changes the ID of P, an input of U.
+
+    Flink hashes a uid node as soon as its breadth-first walk reaches it, so D is queued and
+    hashed before P and P's ``hashes.size()`` position moves by one. The pipeline reproduces
+    both versions exactly, and this is why tests/test_properties.py states "adding a downstream
+    operator keeps upstream IDs" only for graphs without uids upstream.
+    """
+    from udfs.single_graph import compute_one
+
+    rc, specs, err = export(built, line, "UidFirstJob", "--graph-id", "uid-first", "--expected", connector=False)
+    assert rc == 0 and [g["graph_id"] for g in specs] == ["uid-first#1", "uid-first#2"], err
+    flink, ours = [], []
+    for g in specs:
+        names = {n["id"]: n["name"] for n in g["nodes"]}
+        flink.append({names[int(k)]: v["operator_id"] for k, v in g["expected"]["operators"].items()})
+        _, ops, _, _ = compute_one(g)
+        ours.append({names[int(k)]: v for k, v in zip(ops["node_id"], ops["operator_id"], strict=True)})
+    assert ours == flink
+    base, grown = flink
+    assert set(grown) - set(base) == {"D"}
+    assert base["P"] != grown["P"]
+    kept = ("Source: A", "Source: B", "P1", "U")
+    assert {k: base[k] for k in kept} == {k: grown[k] for k in kept}
+
+
 def test_clear_one_line_errors(built, tmp_path):
     def one_line_error(err: str) -> None:
         assert "\tat " not in err and "Exception in thread" not in err, err

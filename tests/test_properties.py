@@ -157,3 +157,49 @@ def test_uid_node_id_depends_only_on_its_uid(g1, g2, data, uid):
         ids.append(operator_ids(g)[node["id"]])
     lone = {"graph_id": "lone", "nodes": [{"id": 7, "name": "Source: X", "uid": uid, "parallelism": 3}], "edges": []}
     assert ids[0] == ids[1] == operator_ids(lone)[7]
+
+
+def _ancestors(graph: dict, node: int) -> set[int]:
+    up: dict[int, list[int]] = {}
+    for e in graph["edges"]:
+        up.setdefault(e["target"], []).append(e["source"])
+    seen, todo = set(), [node]
+    while todo:
+        for p in up.get(todo.pop(), []):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return seen
+
+
+@st.composite
+def uid_free_graph_and_downstream(draw: st.DrawFn) -> tuple[dict, int, str, dict]:
+    g = draw(graphs())
+    for n in g["nodes"]:
+        n["uid"] = None
+    parent = draw(st.sampled_from(g["nodes"]))["id"]
+    partitioner = draw(st.sampled_from(NON_CHAINABLE))
+    extra = {"uid": draw(st.sampled_from([None, "added"])), "parallelism": draw(st.sampled_from([1, 2, 4]))}
+    return g, parent, partitioner, extra
+
+
+@FAST
+@given(uid_free_graph_and_downstream())
+def test_downstream_operator_behind_non_chainable_edge_keeps_upstream_ids(case):
+    """Without uids upstream, every ancestor of the new operator keeps its ID.
+
+    The restriction is Flink's, not ours: a node with a uid is hashed as soon as the
+    breadth-first walk reaches it, before its inputs, so an operator added behind it can be
+    hashed before one of its ancestors and shift that ancestor's ``hashes.size()`` position.
+    tests/test_exporter.py (``UidFirstJob``) shows real Flink 1.20 and 2.3 doing exactly that.
+    """
+    g, parent, partitioner, extra = case
+    before = operator_ids(g)
+    new_id = max(n["id"] for n in g["nodes"]) + 1
+    grown = json.loads(json.dumps(g))
+    grown["nodes"].append({"id": new_id, "name": "Added", **extra})
+    grown["edges"].append({"source": parent, "target": new_id, "partitioner": partitioner})
+    after = operator_ids(grown)
+    upstream = _ancestors(grown, new_id)
+    assert parent in upstream
+    assert {k: after[k] for k in upstream} == {k: before[k] for k in upstream}
