@@ -19,6 +19,17 @@ public interface Compat {
      * pipeline.operator-chaining.chain-operators-with-different-max-parallelism=false. */
     StreamExecutionEnvironment createEnv(boolean noChainDifferentMaxPar);
 
+    /** {@link #createEnv(boolean)} with extra configuration entries (e.g.
+     * execution.runtime-mode=BATCH for the batch generator). */
+    default StreamExecutionEnvironment createEnv(
+            boolean noChainDifferentMaxPar, java.util.Map<String, String> extra) {
+        if (extra.isEmpty()) {
+            return createEnv(noChainDifferentMaxPar);
+        }
+        throw new UnsupportedOperationException(
+                "this Flink line's harness cannot configure " + extra.keySet());
+    }
+
     /**
      * Makes every job the user's main() submits land in {@link Capture} instead of running:
      * context environments carrying {@code conf} (-p, -D, --config) whose executor only captures.

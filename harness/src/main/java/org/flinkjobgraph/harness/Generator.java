@@ -38,11 +38,13 @@ public final class Generator {
     static final String[] SSG = {"default", "ssg-a", "ssg-b", "io"};
     static final int[] PARS = {1, 2, 2, 3, 4, 4, 8};
     static final int[] MAX_PARS = {8, 16, 128, 256, 1024, 32768};
+    /** H.par of a union of streams of different parallelisms. */
+    static final int MIXED = -2;
 
     /** One stream the program can consume further. */
     static final class H {
         DataStream<Long> ds;
-        int par; // effective parallelism, -2 = mixed (union of different parallelisms)
+        int par; // effective parallelism, -1 = default (BATCH programs), MIXED = union of different ones
         boolean flip27Source;
         boolean legacySource;
         SingleOutputStreamOperator<Long> op; // for side outputs
@@ -67,10 +69,17 @@ public final class Generator {
     private int counter;
     private int nodes;
     private boolean allowHybrid;
+    /** A BATCH program (execution.runtime-mode=BATCH): bounded sources only, no iterations. */
+    private final boolean batch;
 
     public Generator(Compat compat, long caseSeed) {
+        this(compat, caseSeed, false);
+    }
+
+    public Generator(Compat compat, long caseSeed, boolean batch) {
         this.c = compat;
         this.r = new Random(caseSeed);
+        this.batch = batch;
     }
 
     // ------------------------------------------------------------------ helpers
@@ -161,11 +170,18 @@ public final class Generator {
         resetFlinkCounters();
         boolean noDiffMax = c.hasChainMaxParallelismOption() && p(0.09);
         allowHybrid = p(0.06);
-        env = c.createEnv(noDiffMax);
+        java.util.Map<String, String> conf = new java.util.TreeMap<>();
+        if (batch) {
+            batchConf(conf);
+        }
+        env = c.createEnv(noDiffMax, conf);
         if (noDiffMax) {
             log("conf chain-operators-with-different-max-parallelism=false");
         }
         envPar = pickInt(PARS);
+        if (batch && p(0.4)) {
+            envPar = -1; // parallelism.default unset: every node without its own parallelism has -1
+        }
         env.setParallelism(envPar);
         log("env.setParallelism(" + envPar + ")");
         if (p(0.07)) {
@@ -187,6 +203,31 @@ public final class Generator {
         }
         finish();
         return env.getStreamGraph();
+    }
+
+    /**
+     * The configuration of a BATCH program: runtime mode BATCH; the scheduler is Flink's default
+     * for batch (the adaptive batch scheduler: a dynamic graph) or, in a quarter of the programs,
+     * the default scheduler (a static graph); automatic parallelism is sometimes switched off.
+     */
+    private void batchConf(java.util.Map<String, String> conf) {
+        conf.put("execution.runtime-mode", "BATCH");
+        double x = r.nextDouble();
+        if (x < 0.25) {
+            conf.put("jobmanager.scheduler", "Default");
+        } else if (x < 0.45) {
+            // the default for BATCH from 1.17 on; 1.15/1.16 need it set for a dynamic graph
+            conf.put("jobmanager.scheduler", "AdaptiveBatch");
+        }
+        if (p(0.2)) {
+            conf.put("execution.batch.adaptive.auto-parallelism.enabled", "false");
+        }
+        if (p(0.15)) {
+            allowHybrid = true; // hybrid exchanges are allowed in BATCH jobs
+        }
+        for (java.util.Map.Entry<String, String> e : conf.entrySet()) {
+            log("conf " + e.getKey() + "=" + e.getValue());
+        }
     }
 
     private void step(int targetSize) {
@@ -217,7 +258,7 @@ public final class Generator {
             sideOutputs();
         } else if ((x -= 0.05) < 0) {
             fanOut();
-        } else if ((x -= 0.015) < 0 && c.hasIterations()) {
+        } else if ((x -= 0.015) < 0 && c.hasIterations() && !batch) {
             iterate();
         } else if ((x -= 0.07) < 0) {
             sink(pickInput());
@@ -247,6 +288,9 @@ public final class Generator {
     }
 
     private H pickLegacySourceOrInput() {
+        if (batch) {
+            return pickInput(); // legacy SourceFunctions are unbounded: BATCH rejects them
+        }
         for (int i = pool.size() - 1; i >= 0; i--) {
             H h = pool.get(i);
             if (h.legacySource && h.uses == 0) {
@@ -275,7 +319,10 @@ public final class Generator {
             // legacy only: addSource 60%, fromElements 20%, (legacy) sequence 20%
             x = x < 0.6 ? x * 0.35 / 0.6 : x < 0.8 ? 0.4 : 0.9;
         }
-        if (x < 0.35) {
+        if (x < 0.35 && batch) {
+            // legacy SourceFunctions are unbounded, which BATCH rejects; a FLIP-27 source instead
+            return flip27Handle(pick(SOURCE_NAMES), -1);
+        } else if (x < 0.35) {
             return legacySourceHandle();
         } else if (x < 0.45) {
             SingleOutputStreamOperator<Long> s = c.legacyCollectionSource(env);
@@ -408,7 +455,7 @@ public final class Generator {
             log("global");
             return ds.global();
         } else if ((x -= 0.10) < 0) {
-            if (in.par <= 0) {
+            if (in.par == MIXED) {
                 log("rebalance");
                 return ds.rebalance();
             }
@@ -421,7 +468,7 @@ public final class Generator {
         } else if (!c.exchangeModes().isEmpty()) {
             String[] parts = {"FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL"};
             String part = pick(parts);
-            if (part.equals("FORWARD") && in.par <= 0) {
+            if (part.equals("FORWARD") && in.par == MIXED) {
                 part = "REBALANCE";
             }
             List<String> modes = c.exchangeModes();
@@ -594,7 +641,7 @@ public final class Generator {
         String name = opName();
         SingleOutputStreamOperator<Long> op = c.transformOne(src.ds, name, "HEAD_WITH_SOURCES");
         log("#" + id(op) + "=transform(" + name + ", HEAD_WITH_SOURCES) on source");
-        if (p(0.85)) {
+        if (p(0.85) && src.par > 0) {
             op.setParallelism(src.par);
             log("#" + id(op) + ".setParallelism(" + src.par + ")");
         }
@@ -646,7 +693,7 @@ public final class Generator {
             DataStream<Long> ds = p(0.2) ? maybePartitionNoForward(h) : h.ds;
             streams.add(ds);
             if (h.par != par) {
-                par = -2;
+                par = MIXED;
             }
         }
         @SuppressWarnings("unchecked")
@@ -820,7 +867,7 @@ public final class Generator {
 
     private void iterate() {
         H in = pickInput();
-        if (in.par <= 0) {
+        if (in.par == MIXED) {
             simpleOp(in, true);
             return;
         }

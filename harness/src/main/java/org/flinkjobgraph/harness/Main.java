@@ -21,7 +21,7 @@ import java.util.zip.GZIPOutputStream;
  * Command line of the harness.
  *
  * <pre>
- * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]
+ * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch]
  * time     --seed S --count N ...
  * export   --main-class CLASS [--jar JAR] [--classpath DIR_OR_JAR]... [-p N] [-D k=v]... [--config FILE] ...
  * selfcheck
@@ -87,7 +87,8 @@ public final class Main {
                 "usage: java -jar flink-jobgraph-harness.jar COMMAND ...   (Flink "
                         + StreamGraphSpecExporter.flinkVersionFull()
                         + ")\n"
-                        + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I]\n"
+                        + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch]\n"
+                        + "           (--batch: programs in execution.runtime-mode=BATCH, bounded sources; Flink 1.15+)\n"
                         + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]\n"
                         + "  "
                         + UserJobExport.USAGE
@@ -155,6 +156,7 @@ public final class Main {
         int min = Integer.parseInt(o.getOrDefault("min-size", "2"));
         int max = Integer.parseInt(o.getOrDefault("max-size", "560"));
         String out = o.get("out");
+        boolean batch = Boolean.parseBoolean(o.getOrDefault("batch", "false"));
         if (out == null) {
             throw new IllegalArgumentException("--out is required");
         }
@@ -168,12 +170,13 @@ public final class Main {
             for (int i = start; i < start + count; i++) {
                 long cs = caseSeed(seed, i);
                 int target = targetSize(new Random(cs), min, max);
-                String graphId = String.format("flink-%s-s%d-%05d", line, seed, i);
+                String graphId =
+                        String.format("flink-%s-%ss%d-%05d", line, batch ? "batch-" : "", seed, i);
                 Map<String, Object> rec = null;
                 for (int attempt = 0; attempt < 50 && rec == null; attempt++) {
                     long s = attempt == 0 ? cs : caseSeed(cs, attempt);
                     try {
-                        rec = one(compat, graphId, seed, i, s, target);
+                        rec = one(compat, graphId, seed, i, s, target, batch);
                     } catch (Throwable t) {
                         retries++;
                         String k = t.getClass().getSimpleName() + ": " + String.valueOf(t.getMessage());
@@ -236,8 +239,8 @@ public final class Main {
     }
 
     static Map<String, Object> one(
-            Compat compat, String graphId, long seed, int index, long caseSeed, int target) {
-        Generator g = new Generator(compat, caseSeed);
+            Compat compat, String graphId, long seed, int index, long caseSeed, int target, boolean batch) {
+        Generator g = new Generator(compat, caseSeed, batch);
         StreamGraph sg = g.build(target);
         sg.setJobName(graphId);
         Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
@@ -252,6 +255,9 @@ public final class Main {
         meta.put("index", index);
         meta.put("case_seed", caseSeed);
         meta.put("target_size", target);
+        if (batch) {
+            meta.put("runtime_mode", "BATCH");
+        }
         meta.put("program", new ArrayList<>(g.program));
         rec.put("meta", meta);
         return rec;

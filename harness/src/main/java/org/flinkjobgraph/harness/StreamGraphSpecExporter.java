@@ -50,7 +50,18 @@ public final class StreamGraphSpecExporter {
         g.put(
                 "chain_operators_with_different_max_parallelism",
                 Refl.call(sg, "isChainingOfOperatorsWithDifferentMaxParallelismEnabled", true));
-        g.put("dynamic", Refl.call(sg, "isDynamic", false));
+        // StreamGraph.isDynamic() from 1.17 on; 1.15/1.16 keep the flag in the ExecutionConfig
+        boolean dynamic =
+                Refl.has(sg, "isDynamic", 0)
+                        ? Boolean.TRUE.equals(Refl.call(sg, "isDynamic", false))
+                        : Boolean.TRUE.equals(
+                                Refl.call(sg.getExecutionConfig(), "isDynamicGraph", false));
+        g.put("dynamic", dynamic);
+        if (dynamic) {
+            // only read by createJobGraph for dynamic graphs (setVertexParallelismsForDynamicGraph-
+            // IfNecessary); left out otherwise so that streaming specs stay as they were
+            g.put("auto_parallelism_enabled", Refl.call(sg, "isAutoParallelismEnabled", true));
+        }
         Object jobType = Refl.call(sg, "getJobType", null);
         g.put("job_type", jobType == null ? "STREAMING" : jobType.toString());
         // Iteration order of getSourceIDs() (a HashSet filled in translation order, which
@@ -63,7 +74,11 @@ public final class StreamGraphSpecExporter {
         Collection<Integer> sourceIds = sg.getSourceIDs();
         List<Object> outNodes = new ArrayList<>();
         for (StreamNode n : nodes) {
-            outNodes.add(node(n, sourceIds));
+            Map<String, Object> m = node(n, sourceIds);
+            if (dynamic) {
+                m.put("parallelism_configured", Refl.call(n, "isParallelismConfigured", false));
+            }
+            outNodes.add(m);
         }
         g.put("nodes", outNodes);
 

@@ -40,7 +40,13 @@ public abstract class ModernCompat implements Compat {
 
     @Override
     public StreamExecutionEnvironment createEnv(boolean noChainDifferentMaxPar) {
-        Map<String, String> m = new HashMap<>();
+        return createEnv(noChainDifferentMaxPar, new HashMap<>());
+    }
+
+    @Override
+    public StreamExecutionEnvironment createEnv(
+            boolean noChainDifferentMaxPar, Map<String, String> extra) {
+        Map<String, String> m = new HashMap<>(extra);
         if (noChainDifferentMaxPar) {
             m.put(CHAIN_MAX_PAR_KEY, "false");
         }
