@@ -372,6 +372,22 @@ def summarize(kills: list[dict], conc: list[dict]) -> Counts:
     return c
 
 
+def code_state() -> dict:
+    """The commit the trials run and any uncommitted change to the pipeline's code or conf:
+    the clean runs and the re-runs must run the same code (an edit in between shows up as
+    lost and extra rows that no fault caused)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    head = git("rev-parse", "HEAD")
+    dirty = git("status", "--porcelain", "--", "pipeline", "udfs", "conf")
+    return {"commit": head.strip() if head else None, "uncommitted": dirty.split("\n")[:-1] if dirty else []}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kills", type=int, default=20)
@@ -389,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs = prepare_inputs(work, [Path(p) for p in args.input])
     spark = spark_session()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    code = code_state()
     kills: list[dict] = []
     conc: list[dict] = []
     clean: dict[str, dict] = {}
@@ -401,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 "command": "scripts/fault_trials.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                 "started": started,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "code": code,
                 "input": args.input,
                 "clean_runs": {k: {kk: vv for kk, vv in v.items() if kk != "tables"} for k, v in clean.items()},
                 "counts": asdict(counts),
