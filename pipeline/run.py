@@ -5,9 +5,9 @@ per-stage times printed as progress, and kept in :class:`RunSummary`, are real.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from pipeline import (
     stream_tables,
     validate,
 )
+from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.session import SetupError
 from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
 
@@ -53,19 +54,19 @@ class RunSummary:
         return dict(self.__dict__)
 
 
-class Progress:
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.start = time.perf_counter()
-
-    def say(self, msg: str) -> None:
-        if self.enabled:
-            print(f"[{time.perf_counter() - self.start:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def _timed(summary: RunSummary, progress: Progress, stage: str, fn: Callable[[], T]) -> T:
+def _timed(
+    summary: RunSummary,
+    progress: Progress,
+    stage: str,
+    fn: Callable[[], T],
+    spark: SparkSession | None = None,
+    count_graphs: bool = False,
+) -> T:
+    """Run one step, with a moving progress line while it runs (``spark`` given) and its
+    time said and kept in the summary."""
     t0 = time.perf_counter()
-    out = fn()
+    with progress.stage(spark, stage, count_graphs) if spark is not None else nullcontext():
+        out = fn()
     summary.stage_seconds[stage] = round(time.perf_counter() - t0, 3)
     progress.say(f"{stage}: {summary.stage_seconds[stage]:.1f}s")
     return out
@@ -88,7 +89,7 @@ def load_stream_tables(spark: SparkSession, input_path: str, settings: dict[str,
 def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress | None = None) -> RunSummary:
     progress = progress or Progress()
     summary = RunSummary()
-    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist())
+    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist(), spark)
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
     written = (
         ("stream_graphs", tables.graphs),
@@ -97,7 +98,7 @@ def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress
         ("graph_errors", tables.errors),
     )
     write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say)  # noqa: E731
-    _timed(summary, progress, "delta write", write)
+    _timed(summary, progress, "delta write", write, spark)
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
     summary.graphs_in = summary.graphs_processed + summary.graphs_rejected
@@ -130,8 +131,11 @@ def _compute_fused(
     components over the chainable edges as the check of every chain, then Delta."""
     summary = RunSummary(executor="fused")
 
+    # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
+    from_texts = not delta_sink.is_delta_folder(spark, input_path)
+
     def all_rows() -> DataFrame:
-        if delta_sink.is_delta_folder(spark, input_path):
+        if not from_texts:
             tables = load_stream_tables(spark, input_path)
             graphs = tables.graphs.count() + tables.errors.count()
             rows = fused.rows_from_tables(tables, per_graph.bucket_count(graphs))
@@ -141,7 +145,7 @@ def _compute_fused(
             rows = fused.rows_from_texts(texts, limits, settings.get("testing", {}).get("raise_in_graph"))
         return rows.localCheckpoint(eager=True)
 
-    rows = _timed(summary, progress, "read+compute", all_rows)
+    rows = _timed(summary, progress, "read+compute", all_rows, spark, count_graphs=from_texts)
     kind = F.col("kind")
     graph_rows = fused.kind_rows(rows, "graph")
 
@@ -149,7 +153,7 @@ def _compute_fused(
     def only(k: str, name: str) -> Column:
         return F.when(kind == k, fused.column(k, name))
 
-    per_kind = (
+    counts = (
         rows.where(kind.isin("graph", "stats", "timing"))
         .groupBy("kind", only("timing", "step").alias("step"))
         .agg(
@@ -159,8 +163,9 @@ def _compute_fused(
             F.max(only("stats", "hash_layers")).alias("layers"),
             F.sum(only("timing", "worker_seconds")).alias("seconds"),
         )
-        .collect()
     )
+    with progress.stage(spark, "summary counts"):
+        per_kind = counts.collect()
     for r in per_kind:
         if r["kind"] == "graph":  # one row per input graph (a repeated id is counted again, below)
             summary.graphs_in, summary.stream_nodes = int(r["n"]), int(r["nodes"] or 0)
@@ -181,7 +186,7 @@ def _compute_fused(
         summary.chains_engine = settings["chains"]["engine"]
         return roots.localCheckpoint(eager=True)
 
-    roots = _timed(summary, progress, "chains", components)
+    roots = _timed(summary, progress, "chains", components, spark)
 
     def check_chains() -> DataFrame:
         disagree = chains.walk_disagreements(fused.kind_rows(rows, "operator"), roots).localCheckpoint(eager=True)
@@ -197,7 +202,7 @@ def _compute_fused(
             ).alias("message"),
         )
 
-    chain_errors = _timed(summary, progress, "chain check", check_chains)
+    chain_errors = _timed(summary, progress, "chain check", check_chains, spark)
     dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
     errors = fused.kind_rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
@@ -235,6 +240,7 @@ def _write_and_count(
         progress,
         "delta write",
         lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress),
+        spark,
     )
     _count_outputs(summary, vertices, job_edges, errors)
 
@@ -268,7 +274,7 @@ def _compute_staged(
     """One Spark stage per step of the data flow (the hashing one by ``hashing.executor``)."""
     summary = RunSummary(executor="staged")
     tables = _timed(
-        summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path, settings).persist()
+        summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path, settings).persist(), spark
     )
     summary.graphs_in = tables.graphs.count() + tables.errors.count()
     summary.stream_nodes = tables.nodes.count()
@@ -279,6 +285,7 @@ def _compute_staged(
         progress,
         "chainability",
         lambda: chainability.flag_edges(tables.graphs, tables.nodes, tables.edges).localCheckpoint(eager=True),
+        spark,
     )
     hash_input = tables.nodes.select("graph_id", "node_id", "uid", "is_source", "source_kind")
     flag_input = flagged.select(
@@ -294,11 +301,13 @@ def _compute_staged(
     buckets = per_graph.bucket_count(summary.graphs_in)
     executor = settings["hashing"]["executor"]
     if executor == "grouped":
-        hashed = _timed(summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets))
+        hashed = _timed(
+            summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets), spark
+        )
     elif executor == "superstep":
         from pipeline.hashing_supersteps import hash_graphs_supersteps
 
-        hashed = _timed(summary, progress, "hashing", lambda: hash_graphs_supersteps(hash_input, flag_input))
+        hashed = _timed(summary, progress, "hashing", lambda: hash_graphs_supersteps(hash_input, flag_input), spark)
     else:
         raise ValueError(f"unknown hashing.executor {executor!r}; use grouped or superstep")
     levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
@@ -319,8 +328,10 @@ def _compute_staged(
         summary.chains_engine = settings["chains"]["engine"]
         return nodes.join(comps, ["graph_id", "node_id"]).localCheckpoint(eager=True)
 
-    nodes = _timed(summary, progress, "chains", run_chains)
-    parts = _timed(summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges, buckets))
+    nodes = _timed(summary, progress, "chains", run_chains, spark)
+    parts = _timed(
+        summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges, buckets), spark
+    )
 
     errors = (
         tables.errors.unionByName(
