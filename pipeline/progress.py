@@ -103,6 +103,15 @@ class Progress:
                 self._bar.close()
                 self._bar = None
 
+    def _size(self) -> dict[str, int]:
+        """Nothing: tqdm follows the terminal's size. A terminal that reports none (a pty
+        nobody sized) would get blank lines from tqdm: 100 x 24 then."""
+        try:
+            size = os.get_terminal_size(self.stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return {}
+        return {} if size.columns > 0 and size.lines > 0 else {"ncols": 100, "nrows": 24}
+
     # -- the polling thread ------------------------------------------------------------
 
     def _run(self, watch: _Watch, name: str, stop: threading.Event) -> None:
@@ -135,15 +144,23 @@ class Progress:
             self._bar = None
         if self._bar is None:
             if graphs:
-                fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} graphs [{elapsed}<{remaining}, {postfix}]"
+                fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} graphs "
+                fmt += "[{elapsed}<{remaining}, {rate_fmt}{postfix}]"
                 # smoothing=0: the rate (and time left) over the whole stage, not between two
                 # task completions, which come in waves
                 self._bar = tqdm(
-                    total=snap.graphs_total, desc=name, file=self.stream, bar_format=fmt, leave=False, smoothing=0
+                    total=snap.graphs_total,
+                    desc=name,
+                    unit=" graphs",
+                    file=self.stream,
+                    bar_format=fmt,
+                    leave=False,
+                    smoothing=0,
+                    **self._size(),
                 )
             else:
-                fmt = "{desc}: {elapsed} {postfix}"
-                self._bar = tqdm(total=None, desc=name, file=self.stream, bar_format=fmt, leave=False)
+                fmt = "{desc}: {elapsed}{postfix}"
+                self._bar = tqdm(total=None, desc=name, file=self.stream, bar_format=fmt, leave=False, **self._size())
         if graphs:
             if snap.graphs_done > self._bar.n:
                 self._bar.update(snap.graphs_done - self._bar.n)

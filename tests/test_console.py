@@ -30,7 +30,7 @@ def _cli(*args: str, interval: str = "0.5") -> subprocess.CompletedProcess:
     env = {**os.environ, "FLINK_JOBGRAPH_PROGRESS_INTERVAL": interval}
     env.pop("PYTHONWARNINGS", None)  # a normal run: Python's default warning filters
     return subprocess.run(
-        [*cmd, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, stdin=subprocess.DEVNULL
+        [*cmd, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900, stdin=subprocess.DEVNULL
     )
 
 
