@@ -120,6 +120,8 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> RowsByKind:
         "flink_version": nodes["flink_version"].iat[0],
         "job_type": nodes["job_type"].iat[0],
         "source_id_order": nodes["source_id_order"].iat[0],
+        "dynamic": nodes["dynamic"].iat[0],
+        "auto_parallelism_enabled": nodes["auto_parallelism_enabled"].iat[0],
     }
     operators, vertices, job_edges = build_job_graph(nodes, edges, graph)
     rejection = flink_rejection(graph, vertices, job_edges)
@@ -139,7 +141,9 @@ def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> RowsByKind:
 
 def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buckets: int = 8) -> JobGraphParts:
     """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
-    g = graphs.select("graph_id", "flink_version", "job_type", "source_id_order")
+    g = graphs.select(
+        "graph_id", "flink_version", "job_type", "source_id_order", "dynamic", "auto_parallelism_enabled"
+    )
     result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets)
     result = result.localCheckpoint(eager=True)
     kind = F.col("kind")

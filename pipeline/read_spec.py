@@ -48,6 +48,7 @@ RECORD_SCHEMA = T.StructType(
         T.StructField("chain_operators_with_different_max_parallelism", T.BooleanType(), True),
         T.StructField("job_type", T.StringType(), True),
         T.StructField("dynamic", T.BooleanType(), True),
+        T.StructField("auto_parallelism_enabled", T.BooleanType(), True),
         T.StructField("source_id_order", T.ArrayType(T.IntegerType()), True),
         # node
         T.StructField("node_id", T.IntegerType(), True),
@@ -62,6 +63,7 @@ RECORD_SCHEMA = T.StructType(
         T.StructField("source_kind", T.StringType(), True),
         T.StructField("yielding", T.BooleanType(), True),
         T.StructField("has_operator", T.BooleanType(), True),
+        T.StructField("parallelism_configured", T.BooleanType(), True),
         # edge
         T.StructField("edge_idx", T.IntegerType(), True),
         T.StructField("source", T.IntegerType(), True),

@@ -8,13 +8,14 @@ checks are the ones a person can act on: each error names the offending node or 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from pipeline.profiles import newest_version, supported_versions
+from pipeline.profiles import PROFILE_DIR, load_profile, newest_version, supported_versions
 
 CHAINING_STRATEGIES = ("ALWAYS", "HEAD", "NEVER", "HEAD_WITH_SOURCES")
 SOURCE_KINDS = ("LEGACY", "FLIP27")
@@ -28,9 +29,14 @@ PARTITIONERS = (
     "GLOBAL",
     "CUSTOM",
     "FORWARD_FOR_CONSECUTIVE_HASH",
+    # What StreamGraph.addEdge puts on an edge without a partitioner in a dynamic (adaptive
+    # batch) graph; createJobGraph turns it into FORWARD (chained) or RESCALE (not chained).
+    "FORWARD_FOR_UNSPECIFIED",
 )
 EXCHANGE_MODES = ("UNDEFINED", "PIPELINED", "BATCH", "HYBRID_FULL", "HYBRID_SELECTIVE")
 JOB_TYPES = ("STREAMING", "BATCH")
+# ExecutionConfig.PARALLELISM_DEFAULT: no parallelism set (BATCH jobs without parallelism.default).
+PARALLELISM_DEFAULT = -1
 UID_HASH_RE = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
@@ -141,6 +147,9 @@ def parse_graph(obj: Any) -> ParsedGraph:
         ),
         "job_type": job_type,
         "dynamic": _bool(obj.get("dynamic", False), "dynamic"),
+        # StreamGraph.isAutoParallelismEnabled (execution.batch.adaptive.auto-parallelism.enabled,
+        # default true); read for dynamic graphs only
+        "auto_parallelism_enabled": _bool(obj.get("auto_parallelism_enabled", True), "auto_parallelism_enabled"),
     }
     raw_nodes = obj.get("nodes")
     raw_edges = obj.get("edges", [])
@@ -189,7 +198,54 @@ def parse_graph(obj: Any) -> ParsedGraph:
     _check_acyclic(ids, edges)
     source_ids = [nd["node_id"] for nd in nodes if nd["is_source"]]
     graph["source_id_order"] = _source_order(obj.get("source_id_order"), source_ids)
+    _check_batch_partitioners(graph, edges)
     return ParsedGraph(graph, nodes, edges)
+
+
+@cache
+def batch_rules(version: str) -> dict[str, Any]:
+    """The ``batch`` section of a version's profile (conf/profiles/<line>.json)."""
+    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
+    return dict(raw.get("batch", {}))
+
+
+FFU_NOT_DYNAMIC = (
+    "java.lang.IllegalStateException: ForwardForUnspecifiedPartitioner should only be used in dynamic graph."
+)
+
+
+def _check_batch_partitioners(graph: dict[str, Any], edges: list[dict[str, Any]]) -> None:
+    """The two partitioners only adaptive batch (dynamic) graphs have.
+
+    A line without the partitioner class cannot have produced the graph
+    (UNSUPPORTED_PARTITIONER). Outside a dynamic graph, Flink's createJobGraph rejects them:
+    a ForwardForUnspecifiedPartitioner always with the message of FFU_NOT_DYNAMIC (reported as
+    FLINK_REJECTED); a ForwardForConsecutiveHashPartitioner with a message that depends on
+    where the hasher or the chain walk meets it first, which is not reproduced
+    (PARTITIONER_NEEDS_DYNAMIC_GRAPH).
+    """
+    used = {e["partitioner"] for e in edges} & {"FORWARD_FOR_UNSPECIFIED", "FORWARD_FOR_CONSECUTIVE_HASH"}
+    if not used:
+        return
+    version = graph["flink_version"]
+    has_class = {
+        "FORWARD_FOR_UNSPECIFIED": bool(batch_rules(version).get("forward_for_unspecified")),
+        "FORWARD_FOR_CONSECUTIVE_HASH": load_profile(version).chain.forward_for_consecutive_hash,
+    }
+    for name in sorted(used):
+        if not has_class[name]:
+            raise ContractError(
+                "UNSUPPORTED_PARTITIONER", f"partitioner {name} does not exist in Flink {version} (added in 1.15)"
+            )
+    if graph["dynamic"]:
+        return
+    if "FORWARD_FOR_CONSECUTIVE_HASH" in used:
+        raise ContractError(
+            "PARTITIONER_NEEDS_DYNAMIC_GRAPH",
+            "FORWARD_FOR_CONSECUTIVE_HASH in a graph that is not dynamic: Flink's createJobGraph rejects it "
+            "(IllegalStateException), with a message this tool does not reproduce",
+        )
+    raise ContractError("FLINK_REJECTED", FFU_NOT_DYNAMIC)
 
 
 # The fast paths accept exactly the rows the checked paths accept, and build the same
@@ -262,7 +318,11 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
     nid = n["id"]
     name = get("name")
     parallelism = get("parallelism")
-    if type(name) is not str or type(parallelism) is not int or not 1 <= parallelism <= JAVA_INT_MAX:
+    if (
+        type(name) is not str
+        or type(parallelism) is not int
+        or not (1 <= parallelism <= JAVA_INT_MAX or parallelism == PARALLELISM_DEFAULT)
+    ):
         return None
     max_par = get("max_parallelism")
     if max_par is None:
@@ -272,7 +332,13 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
     is_source = get("is_source", in_degree[nid] == 0)
     has_operator = get("has_operator", True)
     yielding = get("yielding", False)
-    if type(is_source) is not bool or type(has_operator) is not bool or type(yielding) is not bool:
+    configured = get("parallelism_configured", False)
+    if (
+        type(is_source) is not bool
+        or type(has_operator) is not bool
+        or type(yielding) is not bool
+        or type(configured) is not bool
+    ):
         return None
     if "source_kind" in n:
         source_kind = n["source_kind"]
@@ -308,6 +374,7 @@ def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, 
         source_kind,
         yielding,
         has_operator,
+        configured,
     )
 
 
@@ -316,8 +383,10 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
     where = f"node {nid}"
     name = _str(_require(n, "name", where), f"{where} name")
     parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
-    if parallelism < 1:
-        raise ContractError("BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1")
+    if parallelism < 1 and parallelism != PARALLELISM_DEFAULT:
+        raise ContractError(
+            "BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1 or -1 (the default)"
+        )
     max_par = _int(
         n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism"
     )
@@ -342,6 +411,7 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
         uid_hash = uid_hash.lower()
     ssg = _str(n.get("slot_sharing_group", "default"), f"{where} slot_sharing_group", nullable=True)
     yielding = _bool(n.get("yielding", False), f"{where} yielding")
+    configured = _bool(n.get("parallelism_configured", False), f"{where} parallelism_configured")
     return _node_row(
         graph_id,
         nid,
@@ -356,6 +426,7 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
         source_kind,
         yielding,
         has_operator,
+        configured,
     )
 
 
@@ -373,6 +444,7 @@ def _node_row(
     source_kind,
     yielding,
     has_operator,
+    configured,
 ) -> dict[str, Any]:
     return {
         "graph_id": graph_id,
@@ -388,6 +460,7 @@ def _node_row(
         "source_kind": source_kind,
         "yielding": yielding,
         "has_operator": has_operator,
+        "parallelism_configured": configured,
     }
 
 

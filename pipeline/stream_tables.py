@@ -20,6 +20,7 @@ GRAPH_COLUMNS = [
     "chain_operators_with_different_max_parallelism",
     "job_type",
     "dynamic",
+    "auto_parallelism_enabled",
     "source_id_order",
     "source_file",
 ]
@@ -37,6 +38,7 @@ NODE_COLUMNS = [
     "source_kind",
     "yielding",
     "has_operator",
+    "parallelism_configured",
 ]
 EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"]
 ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]

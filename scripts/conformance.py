@@ -1,6 +1,6 @@
 """Differential conformance run: N fresh random Flink programs vs. the real pipeline.
 
-    python scripts/conformance.py --version 2.3 --count 2000 [--seed 7001]
+    python scripts/conformance.py --version 2.3 --count 2000 [--seed 7001] [--batch]
 
 Builds the harness for that Flink line if needed (Maven), lets it generate N random
 DataStream programs with Flink's own JobGraph answers, runs them through the real
@@ -43,6 +43,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7001, help="harness seed (golden sets use 42)")
     ap.add_argument("--input", help="use this vector file instead of generating one")
     ap.add_argument("--show", type=int, default=10, help="mismatches to print")
+    ap.add_argument(
+        "--batch", action="store_true", help="BATCH programs (execution.runtime-mode=BATCH; harness generate --batch)"
+    )
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="fj-conformance-") as tmp:
@@ -50,7 +53,7 @@ def main() -> int:
         if args.input:
             vectors = Path(args.input)
         else:
-            vectors = Path(tmp) / f"flink-{args.version}-s{args.seed}.jsonl.gz"
+            vectors = Path(tmp) / f"flink-{args.version}-{'batch-' if args.batch else ''}s{args.seed}.jsonl.gz"
             cmd = [
                 "java",
                 "-jar",
@@ -63,6 +66,8 @@ def main() -> int:
                 "--out",
                 str(vectors),
             ]
+            if args.batch:
+                cmd.append("--batch")
             subprocess.run(cmd, check=True)
         gen_s = time.perf_counter() - t0
         graphs = list(read_vector_file(vectors))
@@ -75,7 +80,8 @@ def main() -> int:
         report = compare_tables(spark, out, graphs, max_mismatches=args.show)
 
     nodes = sum(len(g["nodes"]) for g in graphs)
-    print(f"\nFlink {args.version}: {report.graphs} programs ({nodes} stream nodes), seed {args.seed}")
+    mode = "BATCH" if args.batch else "STREAMING"
+    print(f"\nFlink {args.version} {mode}: {report.graphs} programs ({nodes} stream nodes), seed {args.seed}")
     print(report.table())
     for m in report.mismatches:
         print("  MISMATCH", m)
@@ -90,6 +96,7 @@ def main() -> int:
         "programs": report.graphs,
         "stream_nodes": nodes,
         "seed": None if args.input else args.seed,
+        "runtime_mode": mode,
         "source": source,
         "rates": report.rates(),
         "matched": report.matched,
@@ -106,7 +113,8 @@ def main() -> int:
         ).stdout.strip(),
         "command": " ".join(sys.argv),
     }
-    name = f"flink-{args.version}-" + (Path(args.input).stem if args.input else f"s{args.seed}-n{args.count}")
+    name = f"flink-{args.version}-" + ("batch-" if args.batch else "")
+    name += Path(args.input).stem if args.input else f"s{args.seed}-n{args.count}"
     (results / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0 if all_ok else 1
 

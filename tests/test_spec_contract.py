@@ -159,3 +159,56 @@ def test_fast_paths_accept_and_reject_exactly_like_the_checked_paths(monkeypatch
     assert fast == checked
     kinds = {o[1] if o[0] == "error" else "ok" for o in fast}
     assert {"ok", "BAD_FIELD", "UNKNOWN_ENUM", "MISSING_FIELD", "DANGLING_EDGE", "BAD_UID_HASH"} <= kinds
+
+
+def _batch_graph(partitioner: str, dynamic: bool, version: str = "2.3", par: int = -1) -> dict:
+    return {
+        "graph_id": "b",
+        "flink_version": version,
+        "job_type": "BATCH",
+        "dynamic": dynamic,
+        "nodes": [
+            {"id": 1, "name": "Source: S", "parallelism": par, "source_kind": "FLIP27"},
+            {"id": 2, "name": "Map", "parallelism": par, "parallelism_configured": True},
+        ],
+        "edges": [{"source": 1, "target": 2, "partitioner": partitioner}],
+    }
+
+
+def test_batch_fields_and_defaults():
+    """What a BATCH job exports (docs/spec-extensions.md): FORWARD_FOR_UNSPECIFIED, parallelism
+    -1 (ExecutionConfig.PARALLELISM_DEFAULT), parallelism_configured (Flink's default false),
+    auto_parallelism_enabled (default true)."""
+    pg = parse_graph(_batch_graph("FORWARD_FOR_UNSPECIFIED", dynamic=True))
+    assert pg.graph["auto_parallelism_enabled"] is True
+    assert [n["parallelism"] for n in pg.nodes] == [-1, -1]
+    assert [n["parallelism_configured"] for n in pg.nodes] == [False, True]
+    assert pg.edges[0]["partitioner"] == "FORWARD_FOR_UNSPECIFIED"
+    off = {**_batch_graph("FORWARD_FOR_UNSPECIFIED", dynamic=True), "auto_parallelism_enabled": False}
+    assert parse_graph(off).graph["auto_parallelism_enabled"] is False
+    for bad in (0, -2):
+        with pytest.raises(ContractError) as e:
+            parse_graph(_batch_graph("FORWARD", dynamic=False, par=bad))
+        assert e.value.code == "BAD_PARALLELISM"
+    with pytest.raises(ContractError) as e:
+        parse_graph({**_batch_graph("FORWARD", dynamic=True), "auto_parallelism_enabled": "yes"})
+    assert e.value.code == "BAD_FIELD"
+
+
+def test_batch_partitioners_outside_dynamic_graphs():
+    with pytest.raises(ContractError) as e:
+        parse_graph(_batch_graph("FORWARD_FOR_UNSPECIFIED", dynamic=False))
+    assert e.value.code == "FLINK_REJECTED"
+    assert str(e.value) == (
+        "java.lang.IllegalStateException: ForwardForUnspecifiedPartitioner should only be used in dynamic graph."
+    )
+    with pytest.raises(ContractError) as e:
+        parse_graph(_batch_graph("FORWARD_FOR_CONSECUTIVE_HASH", dynamic=False))
+    assert e.value.code == "PARTITIONER_NEEDS_DYNAMIC_GRAPH"
+    assert parse_graph(_batch_graph("FORWARD_FOR_CONSECUTIVE_HASH", dynamic=True)).edges[0]["partitioner"] == (
+        "FORWARD_FOR_CONSECUTIVE_HASH"
+    )
+    for p in ("FORWARD_FOR_UNSPECIFIED", "FORWARD_FOR_CONSECUTIVE_HASH"):
+        with pytest.raises(ContractError) as e:
+            parse_graph(_batch_graph(p, dynamic=True, version="1.9", par=1))
+        assert e.value.code == "UNSUPPORTED_PARTITIONER"

@@ -24,6 +24,9 @@ import pandas as pd
 
 from pipeline.profiles import ChainRules, Profile, load_profile
 
+# Partitioners that are a ForwardPartitioner in Flink (``instanceof ForwardPartitioner``).
+FORWARD_PARTITIONERS = ("FORWARD", "FORWARD_FOR_UNSPECIFIED")
+
 # Node attributes the rules read, joined onto each edge as up_* (source) and down_* (target).
 NODE_RULE_ATTRS = (
     "has_operator",
@@ -74,7 +77,8 @@ def _operators_chainable(df: pd.DataFrame, rules: ChainRules) -> np.ndarray:
 
 
 def _partitioner_chainable(df: pd.DataFrame, rules: ChainRules, check_exchange: bool) -> np.ndarray:
-    forward = (df["partitioner"] == "FORWARD").to_numpy()
+    # ForwardForUnspecifiedPartitioner is a ForwardPartitioner: it chains like FORWARD
+    forward = df["partitioner"].isin(FORWARD_PARTITIONERS).to_numpy()
     if check_exchange:
         forward &= ~df["exchange_mode"].isin(rules.blocking_exchange_modes).to_numpy()
     if rules.forward_for_consecutive_hash:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.profiles import load_profile
+from pipeline.spec_contract import batch_rules
 from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
 from udfs.chaining_rules import NODE_RULE_ATTRS
 from udfs.graph_arrays import Columns, GraphArrays
@@ -122,20 +123,26 @@ def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Col
         "in_vertex_operator_ids": walk.in_vertex_operator_ids,
     }
     vh = np.asarray(walk.vertex_heads, dtype=np.int64)
+    je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
+    src_v, dst_v, eidx, inputs = je[:, 0], je[:, 1], je[:, 2], je[:, 3]
+    partitioners = job_edge_partitioners(np.asarray(g.edges["partitioner"], dtype=object)[eidx])
+    parallelism = np.asarray(g.nodes["parallelism"])[vh]
+    max_parallelism = np.asarray(g.nodes["max_parallelism"])[vh]
+    if _as_bool(graph.get("dynamic")) and batch_rules(graph["flink_version"]).get("dynamic_vertex_parallelism"):
+        parallelism, max_parallelism = dynamic_vertex_parallelism(
+            g, walk.vertex_of, vh, parallelism, max_parallelism, src_v, dst_v, partitioners, graph
+        )
     vertices = {
         "vertex_order": np.arange(len(vh), dtype=np.int64),
         "jobvertex_id": op_ids[vh],
         "head_node_id": g.node_ids[vh],
         "name": np.array([walk.vertex_names[h] for h in walk.vertex_heads], dtype=object),
-        "parallelism": np.asarray(g.nodes["parallelism"])[vh],
-        "max_parallelism": np.asarray(g.nodes["max_parallelism"])[vh],
+        "parallelism": parallelism,
+        "max_parallelism": max_parallelism,
         "slot_sharing_group": np.asarray(g.nodes["slot_sharing_group"], dtype=object)[vh],
         "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
         "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
     }
-    je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
-    src_v, dst_v, eidx, inputs = je[:, 0], je[:, 1], je[:, 2], je[:, 3]
-    partitioners = np.asarray(g.edges["partitioner"], dtype=object)[eidx]
     job_edges = {
         "source_jobvertex_id": op_ids[src_v],
         "target_jobvertex_id": op_ids[dst_v],
@@ -148,6 +155,82 @@ def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Col
         "exchange_mode": np.asarray(g.edges["exchange_mode"], dtype=object)[eidx],
     }
     return operators, vertices, job_edges
+
+
+def job_edge_partitioners(partitioners: np.ndarray) -> np.ndarray:
+    """The partitioner of each job edge (a stream edge that is not chained), as createJobGraph
+    leaves it: ``tryConvertPartitionerForDynamicGraph`` turns a non-chained
+    ForwardForUnspecifiedPartitioner into a RescalePartitioner and a non-chained
+    ForwardForConsecutiveHashPartitioner into its hash partitioner."""
+    out = partitioners.copy()
+    out[partitioners == "FORWARD_FOR_UNSPECIFIED"] = "RESCALE"
+    out[partitioners == "FORWARD_FOR_CONSECUTIVE_HASH"] = "HASH"
+    return out
+
+
+def dynamic_vertex_parallelism(
+    g: GraphArrays,
+    vertex_of: np.ndarray,
+    heads: np.ndarray,
+    parallelism: np.ndarray,
+    max_parallelism: np.ndarray,
+    src_v: np.ndarray,
+    dst_v: np.ndarray,
+    partitioners: np.ndarray,
+    graph: dict,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``setVertexParallelismsForDynamicGraphIfNecessary`` (1.17+) for a dynamic graph.
+
+    1. A vertex none of whose operators (chained sources included) has a configured
+       parallelism gets -1 when automatic parallelism is enabled (the adaptive batch scheduler
+       decides it at run time).
+    2. Vertices joined by non-chained FORWARD job edges form forward groups (connected
+       components of more than one vertex); each vertex of a group takes the group's
+       parallelism (the one positive parallelism among its vertices, if any) and the smallest
+       positive max parallelism among them.
+
+    A group whose smallest max parallelism is below its parallelism makes Flink throw;
+    :func:`flink_rejection` reports that from the returned columns.
+    """
+    position = {int(h): i for i, h in enumerate(heads.tolist())}
+    par = parallelism.astype(np.int64).copy()
+    maxp = max_parallelism.astype(np.int64).copy()
+    if _as_bool(graph.get("auto_parallelism_enabled", True)):
+        configured_nodes = g.nodes.get("parallelism_configured")
+        if configured_nodes is None:
+            configured_nodes = np.zeros(g.n, dtype=bool)
+        configured_nodes = [v is True or v is np.True_ for v in np.asarray(configured_nodes, dtype=object)]
+        configured = np.zeros(len(heads), dtype=bool)
+        for node, head in enumerate(vertex_of.tolist()):
+            if head >= 0 and configured_nodes[node]:
+                configured[position[head]] = True
+        par[~configured] = -1
+    parent = list(range(len(heads)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    forward = partitioners == "FORWARD"
+    for a, b in zip(src_v[forward].tolist(), dst_v[forward].tolist(), strict=True):
+        ra, rb = find(position[a]), find(position[b])
+        if ra != rb:
+            parent[rb] = ra
+    groups: dict[int, list[int]] = {}
+    for i in range(len(heads)):
+        groups.setdefault(find(i), []).append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        decided = {int(par[i]) for i in members if par[i] > 0}
+        maxes = [int(maxp[i]) for i in members if maxp[i] > 0]
+        if len(decided) == 1:
+            par[members] = decided.pop()
+        if maxes:
+            maxp[members] = min(maxes)
+    return par, maxp
 
 
 def build_job_graph(
@@ -171,6 +254,16 @@ def _check_components(g: GraphArrays, walk) -> None:
         raise AssertionError(f"chain walk and connected components disagree on nodes {g.node_ids[bad][:5].tolist()}")
 
 
+def _as_bool(value) -> bool:
+    """A flag from a graph row (a Python bool, a numpy bool, or null for "not given")."""
+    try:
+        if value is None or pd.isna(value):
+            return False
+    except (TypeError, ValueError):
+        pass
+    return bool(value)
+
+
 def _as_list(value) -> list[int] | None:
     if value is None:
         return None
@@ -190,6 +283,10 @@ def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Co
     when any vertex has a non-default slot sharing group (checked second).
     """
     profile = load_profile(graph["flink_version"])
+    if _as_bool(graph.get("dynamic")) and batch_rules(graph["flink_version"]).get("dynamic_vertex_parallelism"):
+        problem = _forward_group_max_parallelism(vertices, job_edges)
+        if problem is not None:
+            return problem
     hybrid = np.isin(np.asarray(job_edges["exchange_mode"], dtype=object), ["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
     if not hybrid:
         return None
@@ -207,4 +304,27 @@ def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Co
                 "java.lang.IllegalStateException: hybrid shuffle mode currently does not support "
                 "setting non-default slot sharing group."
             )
+    return None
+
+
+def _forward_group_max_parallelism(
+    vertices: Columns | pd.DataFrame, job_edges: Columns | pd.DataFrame
+) -> str | None:
+    """JobVertexForwardGroup's check: a forward group's smallest max parallelism must not be
+    below its parallelism. After :func:`dynamic_vertex_parallelism` every vertex of a group
+    carries the group's values, so a vertex on a FORWARD job edge shows the breach."""
+    forward = np.asarray(job_edges["ship_strategy"], dtype=object) == "FORWARD"
+    if not forward.any():
+        return None
+    ids = set(np.asarray(job_edges["source_jobvertex_id"], dtype=object)[forward].tolist())
+    ids |= set(np.asarray(job_edges["target_jobvertex_id"], dtype=object)[forward].tolist())
+    vid = np.asarray(vertices["jobvertex_id"], dtype=object)
+    par = np.asarray(vertices["parallelism"], dtype=np.int64)
+    maxp = np.asarray(vertices["max_parallelism"], dtype=np.int64)
+    in_group = np.isin(vid, list(ids))
+    if (in_group & (par > 0) & (maxp > 0) & (maxp < par)).any():
+        return (
+            "java.lang.IllegalStateException: There is a job vertex in the forward group whose maximum "
+            "parallelism is smaller than the group's parallelism"
+        )
     return None
