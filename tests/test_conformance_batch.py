@@ -1,0 +1,89 @@
+"""Conformance with real Flink for BATCH programs (execution.runtime-mode=BATCH).
+
+``tests/golden/batch/flink-<line>.jsonl.gz``: random DataStream programs the harness ran in
+BATCH mode (``harness/regen_golden.sh`` with ``BATCH=1``), each with what Flink's own
+``StreamingJobGraphGenerator.createJobGraph`` built from it. One pipeline run computes all
+of them; each file is compared aspect by aspect and must match on every one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipeline.conformance import ASPECTS, compare_tables, read_vector_file
+
+BATCH_GOLDEN = Path(__file__).resolve().parent / "golden" / "batch"
+
+
+def batch_files() -> list[Path]:
+    return sorted(BATCH_GOLDEN.glob("flink-*.jsonl.gz"))
+
+
+@pytest.fixture(scope="module")
+def batch_run(spark, settings, tmp_path_factory):
+    from pipeline.run import Progress, compute
+
+    root = tmp_path_factory.mktemp("conformance-batch")
+    inp = root / "input"
+    inp.mkdir()
+    for f in batch_files():
+        shutil.copy(f, inp / f"batch-{f.name}")
+    out = str(root / "out")
+    summary = compute(spark, str(inp), out, settings, Progress(enabled=False))
+    return out, summary
+
+
+def test_batch_golden_sets_exist():
+    names = {p.name for p in batch_files()}
+    assert {"flink-2.3.jsonl.gz", "flink-1.20.jsonl.gz"} <= names
+
+
+@pytest.mark.parametrize("path", batch_files(), ids=lambda p: f"batch/{p.name}")
+def test_batch_file_covers_batch_mode(path):
+    """The set really holds what BATCH mode puts in a graph, so the match below means something."""
+    seen: Counter[str] = Counter()
+    for g in read_vector_file(path):
+        assert g["job_type"] == "BATCH" and g["meta"]["runtime_mode"] == "BATCH"
+        seen["dynamic" if g["dynamic"] else "static"] += 1
+        seen.update(f"partitioner {e['partitioner']}" for e in g["edges"])
+        seen["node parallelism -1"] += sum(n["parallelism"] == -1 for n in g["nodes"])
+        if g["dynamic"] and g.get("auto_parallelism_enabled") is False:
+            seen["auto parallelism off"] += 1
+        exp = g["expected"]
+        if "error" in exp:
+            seen["Flink error"] += 1
+            continue
+        seen["vertex parallelism -1"] += sum(v["parallelism"] == -1 for v in exp["job_vertices"])
+        heads = {n["id"]: n for n in g["nodes"]}
+        # a vertex whose parallelism is not its head node's: the dynamic-graph reset / forward groups
+        seen["vertex parallelism changed"] += sum(
+            v["parallelism"] != heads[v["head_node_id"]]["parallelism"] for v in exp["job_vertices"]
+        )
+        seen.update(f"job edge {e['ship_strategy_name']}" for e in exp["job_edges"])
+    for what in (
+        "dynamic",
+        "static",
+        "auto parallelism off",
+        "partitioner FORWARD_FOR_UNSPECIFIED",
+        "partitioner FORWARD",
+        "node parallelism -1",
+        "vertex parallelism -1",
+        "vertex parallelism changed",
+        "job edge RESCALE",
+        "job edge FORWARD",
+    ):
+        assert seen[what] > 0, (what, seen)
+
+
+@pytest.mark.parametrize("path", batch_files(), ids=lambda p: f"batch/{p.name}")
+def test_batch_file_matches_flink(spark, batch_run, path):
+    out, _ = batch_run
+    graphs = list(read_vector_file(path))
+    report = compare_tables(spark, out, graphs)
+    assert report.graphs == len(graphs) > 0
+    assert sum(report.checked[a] for a in ASPECTS) > 0
+    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
