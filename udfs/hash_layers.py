@@ -112,8 +112,13 @@ def propagate_hashes(
     base[gen_idx] = generated_base_hashes(position[gen_idx], hasher_chainable_outs[gen_idx])
     layer = topological_layers(g, has_uid)
     layers = int(layer.max()) + 1 if n else 0
+    # the generated nodes of each layer in ascending index order, grouped once (a scan of
+    # all nodes per layer is quadratic in a long chain's length: one layer per link)
+    order = np.argsort(layer, kind="stable")
+    order = order[~has_uid[order]]
+    bounds = np.searchsorted(layer[order], np.arange(layers + 1))
     for lv in range(layers):
-        nodes = np.flatnonzero((layer == lv) & ~has_uid)
+        nodes = order[bounds[lv] : bounds[lv + 1]]
         if not len(nodes):
             continue
         degrees = np.array([len(g.in_edges[v]) for v in nodes])
