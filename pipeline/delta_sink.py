@@ -33,7 +33,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from delta.exceptions import DeltaConcurrentModificationException
+from delta.exceptions import (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    ConcurrentWriteException,
+    DeltaConcurrentModificationException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,6 +53,22 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 RUN_TAG_PREFIX = "flink-jobgraph-run:"
 MAX_ATTEMPTS = 12  # per table; two or three concurrent runs need a few, see scripts/fault_trials.py
 _OP = "__flink_jobgraph_op"  # MERGE source column: 'I' a row to insert, 'D' a graph's delete marker
+
+# Delta's commit conflicts. In delta-spark's Python API (3.3) the specific ones are NOT
+# subclasses of DeltaConcurrentModificationException (each derives from CapturedException),
+# so catching the base class alone retried none of them: two runs creating the same table
+# at once failed one run with ProtocolChangedException (scripts/fault_trials.py, 2026-11-23).
+COMMIT_CONFLICTS: tuple[type[Exception], ...] = (
+    DeltaConcurrentModificationException,
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    ConcurrentWriteException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
+
 
 RUNS_SCHEMA = (
     "run_id string, finished_at timestamp, graphs long, graphs_digest string, "
@@ -133,7 +158,7 @@ def _replace_with_retry(
         try:
             version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag)
             return TableCommit(version, rewritten, attempt)
-        except DeltaConcurrentModificationException as e:
+        except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
                 raise
             # Another run committed to this table between our read and our commit. The MERGE is
@@ -267,7 +292,7 @@ def _publish(spark: SparkSession, output: str, commit: RunCommit, graph_ids: Seq
         try:
             df.write.format("delta").mode("append").save(path)
             return
-        except DeltaConcurrentModificationException:
+        except COMMIT_CONFLICTS:
             if attempt == MAX_ATTEMPTS:
                 raise
             time.sleep(0.2 * attempt * (0.5 + random.random()))
