@@ -263,11 +263,11 @@ def kill_trials(
 ) -> list[dict]:
     out = work / "trial-out"
     shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(work / "clean-X", out)
-    state = "X"
+    shutil.copytree(work / "clean-X0", out)
+    state = "X0"
     write_len = [clean["X"]["write_seconds"] or 10.0, clean["Y"]["write_seconds"] or 10.0]
     for i in range(1, n + 1):
-        target = "Y" if state == "X" else "X"
+        target = "X" if state == "Y" else "Y"
         bound = sorted(write_len)[len(write_len) // 2]  # median write phase seen so far
         k = run_cli(inputs[target], out, kill_after=bound, rng=rng)
         now, view = latest(spark, out), published(spark, out)
@@ -321,14 +321,14 @@ def concurrent_trials(spark, work: Path, inputs: dict[str, Path], n: int, log, t
             ref_out = work / f"ref-{a}{b}"
             shutil.rmtree(ref_out, ignore_errors=True)
             if not fresh:
-                shutil.copytree(work / "clean-X", ref_out)
+                shutil.copytree(work / "clean-X0", ref_out)
             for part in (a, b):
                 run_here(spark, inputs[part], ref_out)
             refs[a] = latest(spark, ref_out)
         out = work / f"concurrent-{j}"
         shutil.rmtree(out, ignore_errors=True)
         if not fresh:
-            shutil.copytree(work / "clean-X", out)
+            shutil.copytree(work / "clean-X0", out)
         with ThreadPoolExecutor(max_workers=2) as pool:  # both subprocesses at once
             futures = {p: pool.submit(run_cli, inputs[p], out) for p in (a, b)}
         results = {p: f.result() for p, f in futures.items()}
@@ -431,15 +431,22 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(trial), flush=True)
         save()
 
-    for name in ("X", "Y"):
-        r = run_here(spark, inputs[name], work / f"clean-{name}")
+    # The states the kill trials pass through, each from an uninterrupted run: X0 = X into an
+    # empty folder; Y = Y over X0; X = X over Y. A run owns only the graphs it read, so X over
+    # Y keeps Y's new graph: X's state after the first trial is not X0. (Comparing with X0, as
+    # the script did before 2026-11-23, counted that graph's rows as extra after X re-runs and
+    # the tables as PARTIAL after the next kill.)
+    for name, over in (("X0", None), ("Y", "X0"), ("X", "Y")):
+        if over:
+            shutil.copytree(work / f"clean-{over}", work / f"clean-{name}")
+        r = run_here(spark, inputs[name[0]], work / f"clean-{name}")
         clean[name] = {
             "seconds": r.seconds,
             "write_seconds": r.write_seconds,
             "tables": latest(spark, work / f"clean-{name}"),
         }
         print(f"clean run {name}: {r.seconds} s (write phase {r.write_seconds} s)", flush=True)
-    assert clean["X"]["tables"] != clean["Y"]["tables"]
+    assert clean["X0"]["tables"] != clean["Y"]["tables"] != clean["X"]["tables"]
 
     # the lists fill trial by trial, so that save() after each trial writes them
     kill_trials(spark, work, inputs, clean, args.kills, rng, log, kills)
