@@ -253,6 +253,24 @@ def _check_batch_partitioners(graph: dict[str, Any], edges: list[dict[str, Any]]
 # checked path, which raises the error that names it. Parsing is a third of the work
 # per node, and most of it was these checks' function calls (bench/results/profile-*).
 _PARTITIONER_SET = frozenset(PARTITIONERS)
+
+
+def is_named_hash(partitioner: str) -> bool:
+    """The table runtime's ``BinaryHashPartitioner`` (SQL jobs' keyed exchanges): a hash
+    partitioner whose ``toString()`` -- the ship strategy name Flink gives the job edge -- is
+    ``HASH[<key fields>]``. The exporter writes that name as the partitioner; for chaining and
+    the distribution pattern it is HASH."""
+    return partitioner.startswith("HASH[") and partitioner.endswith("]")
+
+
+def _partitioner(value: Any, what: str) -> str:
+    if isinstance(value, str) and is_named_hash(value):
+        return value
+    if value not in PARTITIONERS:
+        raise ContractError(
+            "UNKNOWN_ENUM", f"{what} is {_short(value)}; expected one of {', '.join(PARTITIONERS)}, HASH[<fields>]"
+        )
+    return value
 _EXCHANGE_SET = frozenset(EXCHANGE_MODES)
 _STRATEGY_SET = frozenset(CHAINING_STRATEGIES)
 _SOURCE_KIND_SET = frozenset(SOURCE_KINDS)
@@ -270,7 +288,7 @@ def _edge_row_fast(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str
     type_number = get("type_number", 0)
     if (
         type(partitioner) is not str
-        or partitioner not in _PARTITIONER_SET
+        or (partitioner not in _PARTITIONER_SET and not is_named_hash(partitioner))
         or type(mode) is not str
         or mode not in _EXCHANGE_SET
         or type(type_number) is not int
@@ -306,7 +324,7 @@ def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[
         "edge_idx": idx,
         "source": s,
         "target": t,
-        "partitioner": _enum(e.get("partitioner", "FORWARD"), PARTITIONERS, f"{where} partitioner"),
+        "partitioner": _partitioner(e.get("partitioner", "FORWARD"), f"{where} partitioner"),
         "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
         "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
         "output_tag": tag,

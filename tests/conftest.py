@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 VECTORS = SHARED / "vectors"
 GOLDEN = ROOT / "tests" / "golden"
+EXAMPLES = ROOT / "conformance" / "examples"  # Flink's own example programs (scripts/flink_examples.py)
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,7 @@ def spark(settings):
 def vector_files() -> list[Path]:
     files = [VECTORS / "seed_vectors.jsonl", *sorted(VECTORS.glob("flink-*-dev-*.jsonl.gz"))]
     files += sorted(GOLDEN.glob("flink-*.jsonl.gz"))
+    files += sorted(EXAMPLES.glob("flink-*.jsonl.gz"))
     return [f for f in files if f.exists()]
 
 

@@ -171,6 +171,12 @@ public final class StreamGraphSpecExporter {
             if (n != null) {
                 return n;
             }
+            if (c.getSimpleName().equals("BinaryHashPartitioner")) {
+                // The table runtime's keyed exchange: its toString() "HASH[field,...]" is the
+                // job edge's ship strategy name, kept as written (SPEC extension, see
+                // docs/spec-extensions.md).
+                return p.toString();
+            }
         }
         return p.toString().toUpperCase();
     }
