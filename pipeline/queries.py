@@ -28,7 +28,12 @@ def example_queries(out: str, skip_missing_tables: bool = True) -> list[tuple[st
     pairs = []
     for chunk in text.split(";"):
         lines = [ln for ln in chunk.strip().splitlines()]
-        titles = [ln[2:].strip() for ln in lines if ln.startswith("-- ") and ln[3:4].isdigit()]
+        titles = []
+        for ln in lines:  # "-- N. title" and its indented "--    continuation" lines
+            if ln.startswith("-- ") and ln[3:4].isdigit():
+                titles.append(ln[2:].strip())
+            elif titles and ln.startswith("--  ") and ln[2:].strip():
+                titles[-1] += " " + ln[2:].strip()
         sql = "\n".join(ln for ln in lines if not ln.startswith("--")).strip()
         if sql and skip_missing_tables and not _tables_present(sql, out):
             continue
