@@ -90,7 +90,10 @@ def main_classes(jar: Path) -> list[str]:
 
 
 def export_one(harness: list[str], jar: Path, cls: str, variant: str, line: str, cp: list[Path]) -> dict:
-    gid = f"ex-{line}:{cls.rsplit('.', 1)[-1]}:{variant}"
+    # The class name below the examples' root package: two programs share a simple name
+    # (DataStream and DataStream V2 WordCount).
+    short = cls.removeprefix("org.apache.flink.").removeprefix("streaming.examples.")
+    gid = f"ex-{line}:{short}:{variant}"
     cmd = [*harness, "export", "--main-class", cls, "--jar", str(jar), "--graph-id", gid, "--expected",
            *[a for c in cp for a in ("--classpath", str(c))], *VARIANTS[variant]]
     if cls in PROGRAM_ARGS:

@@ -31,6 +31,7 @@ def test_every_example_program_is_accounted_for(line):
         (p, v) for p in programs for v in ("shipped", "p4")
     )
     listed = [gid for r in status for gid in r["graph_ids"]]
+    assert len(set(listed)) == len(listed)
     assert sorted(listed) == sorted(g["graph_id"] for g in graphs)
     assert all(g.get("expected") and g["flink_version"] == line for g in graphs)
     for r in status:
