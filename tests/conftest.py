@@ -36,16 +36,30 @@ def vector_files() -> list[Path]:
     return [f for f in files if f.exists()]
 
 
+def compute_files(spark, settings, files: list[Path], root: Path, progress: bool = False):
+    """Known-answer files computed in ONE pipeline run; returns (output folder, summary)."""
+    from pipeline.run import Progress, compute
+
+    inp = root / "input"
+    inp.mkdir()
+    for f in files:
+        shutil.copy(f, inp / f"{f.parent.name}-{f.name}")
+    out = str(root / "out")
+    return out, compute(spark, str(inp), out, settings, Progress(enabled=progress))
+
+
+def assert_file_matches_flink(spark, out: str, path: Path) -> None:
+    """Every graph of a known-answer file, compared with Flink's answer on every aspect."""
+    from pipeline.conformance import ASPECTS, compare_tables, read_vector_file
+
+    graphs = list(read_vector_file(path))
+    report = compare_tables(spark, out, graphs)
+    assert report.graphs == len(graphs) > 0
+    assert sum(report.checked[a] for a in ASPECTS) > 0
+    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
+
+
 @pytest.fixture(scope="session")
 def conformance_run(spark, settings, tmp_path_factory):
     """All known-answer files computed in ONE pipeline run (the expensive part of CI)."""
-    from pipeline.run import Progress, compute
-
-    root = tmp_path_factory.mktemp("conformance")
-    inp = root / "input"
-    inp.mkdir()
-    for f in vector_files():
-        shutil.copy(f, inp / f"{f.parent.name}-{f.name}")
-    out = str(root / "out")
-    summary = compute(spark, str(inp), out, settings, Progress(enabled=True))
-    return out, summary
+    return compute_files(spark, settings, vector_files(), tmp_path_factory.mktemp("conformance"), progress=True)

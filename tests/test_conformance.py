@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.conformance import ASPECTS, compare_tables, read_vector_file
+from pipeline.conformance import read_vector_file
 
-from .conftest import vector_files
+from .conftest import assert_file_matches_flink, vector_files
 
 
 @pytest.mark.parametrize("path", vector_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_vector_file_matches_flink(spark, conformance_run, path):
     out, _ = conformance_run
-    graphs = list(read_vector_file(path))
-    report = compare_tables(spark, out, graphs)
-    assert report.graphs == len(graphs) > 0
-    assert sum(report.checked[a] for a in ASPECTS) > 0
-    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
+    assert_file_matches_flink(spark, out, path)
 
 
 def test_every_input_graph_lands_in_exactly_one_output(spark, conformance_run):

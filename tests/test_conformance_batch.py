@@ -8,13 +8,14 @@ of them; each file is compared aspect by aspect and must match on every one.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from pipeline.conformance import ASPECTS, compare_tables, read_vector_file
+from pipeline.conformance import read_vector_file
+
+from .conftest import assert_file_matches_flink, compute_files
 
 BATCH_GOLDEN = Path(__file__).resolve().parent / "golden" / "batch"
 
@@ -25,16 +26,7 @@ def batch_files() -> list[Path]:
 
 @pytest.fixture(scope="module")
 def batch_run(spark, settings, tmp_path_factory):
-    from pipeline.run import Progress, compute
-
-    root = tmp_path_factory.mktemp("conformance-batch")
-    inp = root / "input"
-    inp.mkdir()
-    for f in batch_files():
-        shutil.copy(f, inp / f"batch-{f.name}")
-    out = str(root / "out")
-    summary = compute(spark, str(inp), out, settings, Progress(enabled=False))
-    return out, summary
+    return compute_files(spark, settings, batch_files(), tmp_path_factory.mktemp("conformance-batch"))
 
 
 def test_batch_golden_sets_exist():
@@ -82,8 +74,4 @@ def test_batch_file_covers_batch_mode(path):
 @pytest.mark.parametrize("path", batch_files(), ids=lambda p: f"batch/{p.name}")
 def test_batch_file_matches_flink(spark, batch_run, path):
     out, _ = batch_run
-    graphs = list(read_vector_file(path))
-    report = compare_tables(spark, out, graphs)
-    assert report.graphs == len(graphs) > 0
-    assert sum(report.checked[a] for a in ASPECTS) > 0
-    assert report.ok(), report.table() + "\n" + "\n".join(report.mismatches)
+    assert_file_matches_flink(spark, out, path)
