@@ -391,6 +391,17 @@ def _delete(spark: SparkSession, path: str) -> None:
     hpath.getFileSystem(spark._jsc.hadoopConfiguration()).delete(hpath, True)
 
 
+def _append_rows(frame: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
+    """Rows added by a proof round, dtypes inferred once over old and new rows together.
+
+    ``pd.concat`` with a frame whose column is all None (a fix without a patch) is deprecated
+    in pandas 2.x and warns on every run; building the frame from the records once infers
+    the same dtypes without relying on that behaviour.
+    """
+    columns = list(dict.fromkeys([*frame.columns, *(k for r in rows for k in r)]))
+    return pd.DataFrame(frame.to_dict("records") + rows, columns=columns)
+
+
 def _prove(spark, graphs_path, output, settings, checks, sp_ops, fixes, profiles, summary) -> DataFrame:  # noqa: ANN001
     """Recompute every check's graph with its fixes applied and decide again, round by round."""
     all_fixes = fixes.withColumn("proof_round", F.lit(1)).toPandas()
@@ -438,9 +449,8 @@ def _prove(spark, graphs_path, output, settings, checks, sp_ops, fixes, profiles
                 final[cid] = (res["verdict"], res["failure"])
                 more = [json.loads(r) for r in grp.loc[grp["table"] == "restore_fixes", "row"]]
                 if res["verdict"] != "RESTORES" and more and rnd < PROOF_ROUNDS:
-                    add = pd.DataFrame(more)
-                    add["check_id"], add["graph_id"], add["proof_round"] = cid, graph_of[cid], rnd + 1
-                    all_fixes = pd.concat([all_fixes, add], ignore_index=True)
+                    extra = [{**m, "check_id": cid, "graph_id": graph_of[cid], "proof_round": rnd + 1} for m in more]
+                    all_fixes = _append_rows(all_fixes, extra)
                     pending.append(cid)
             if not pending:
                 break
