@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.stream_tables import EDGE_COLUMNS
 from udfs.chaining_rules import EDGE_RULE_INPUT_COLUMNS, NODE_RULE_ATTRS, evaluate_edge_rules
+from udfs.spec_contract import EDGE_COLUMNS
 
 FLAG_COLUMNS = ["chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive"]
 FLAGGED_EDGE_SCHEMA = T.StructType(

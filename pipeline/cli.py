@@ -12,8 +12,8 @@ import json
 import sys
 
 from pipeline import export_cmd, restore_cli
-from pipeline.profiles import supported_versions
 from pipeline.version import __version__
+from udfs.flink_profiles import supported_versions
 
 EPILOG = """examples:
   flink-jobgraph compute --input samples/ --output out/

@@ -5,7 +5,7 @@ The staged executor (``pipeline.executor=staged``) runs each step of the data fl
 own Spark stage: read, chainability, hashing, vertices+edges, each a shuffle and a
 materialised table. Every step but one is per graph, and a graph is small, so those
 stages mostly paid Spark's fixed costs (bench/results/). Here one ``mapInPandas`` over
-the input lines parses and checks each graph (:mod:`pipeline.spec_contract`) and runs the
+the input lines parses and checks each graph (:mod:`udfs.spec_contract`) and runs the
 rest on the batch (:func:`udfs.graph_batch.compute_batch`): no shuffle until the
 connected components, which need all graphs' chainable edges at once.
 
@@ -30,8 +30,9 @@ from pyspark.sql import types as T
 from pipeline.job_graph import JOB_EDGE_COLUMNS, JOB_GRAPH_SCHEMA, OPERATOR_COLUMNS, VERTEX_COLUMNS
 from pipeline.per_graph import cogroup_buckets, kind_frames
 from pipeline.read_spec import Limits, internal_message, parse_text
-from pipeline.stream_tables import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS, StreamTables
+from pipeline.stream_tables import StreamTables
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
+from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 # The columns of each kind of row (besides ``kind`` and ``graph_id``), with their types.
 _TYPES = {f.name: f.dataType for f in JOB_GRAPH_SCHEMA.fields} | {

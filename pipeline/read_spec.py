@@ -34,7 +34,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pipeline.spec_contract import ContractError, ParsedGraph, parse_graph
+from udfs.spec_contract import ContractError, ParsedGraph, parse_graph
 
 RECORD_SCHEMA = T.StructType(
     [

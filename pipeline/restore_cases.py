@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.profiles import PROFILE_DIR
 from udfs import restore_rules as rr
+from udfs.flink_profiles import PROFILE_DIR
 
 PLACEHOLDER = "<savepoint>"
 _ID = re.compile(r"\b[0-9a-f]{32}\b")

@@ -31,9 +31,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline import delta_sink
-from pipeline.profiles import PROFILE_DIR
 from pipeline.run import Progress, compute, load_stream_tables
 from pipeline.savepoints import read_savepoint_tables
+from udfs.flink_profiles import PROFILE_DIR
 from udfs.restore_check_rows import NODE_FIELDS, check_rows
 from udfs.restore_fix import ALLOW_NON_RESTORED
 

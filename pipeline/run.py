@@ -28,7 +28,8 @@ from pipeline import (
 )
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.session import SetupError
-from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
+from pipeline.stream_tables import StreamTables
+from udfs.spec_contract import ERROR_COLUMNS
 
 T = TypeVar("T")
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-# conf/ at the top of the repo (a checkout, an editable install); inside the package when
-# installed from the wheel, which ships it as pipeline/conf (pyproject.toml).
-CONF_DIR = ROOT / "conf" if (ROOT / "conf" / "pipeline.json").is_file() else Path(__file__).resolve().parent / "conf"
+from udfs.flink_profiles import CONF_DIR, ROOT
+
+__all__ = ["CONF_DIR", "ROOT", "SETTINGS_FILE", "load_settings"]
+
 SETTINGS_FILE = CONF_DIR / "pipeline.json"
 
 

@@ -1,6 +1,6 @@
 """Step 3: the checks that need more than one graph at a time.
 
-Per-graph contract checks run while reading (:mod:`pipeline.spec_contract`). What is
+Per-graph contract checks run while reading (:mod:`udfs.spec_contract`). What is
 left is the input as a whole: a graph_id must be unique within one input, or its rows
 could not be told apart. Every copy of a duplicated id is rejected with one error row,
 so each input graph still ends in exactly one output.
@@ -11,7 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.stream_tables import ERROR_COLUMNS, StreamTables
+from pipeline.stream_tables import StreamTables
+from udfs.spec_contract import ERROR_COLUMNS
 
 
 def duplicate_id_errors(ids: DataFrame) -> DataFrame:

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from pipeline.fused import _batch_frames
-from pipeline.spec_contract import ContractError, parse_graph
 from udfs import graph_batch
 from udfs.chaining_rules import evaluate_edge_rules
 from udfs.graph_steps import edge_rule_rows
+from udfs.spec_contract import ContractError, parse_graph
 
 from .conftest import vector_files
 

@@ -23,9 +23,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pipeline import chainability, read_spec, stream_tables, validate
 from pipeline.hashing import HashResult, hash_graphs
 from pipeline.hashing_supersteps import run_supersteps
-from pipeline.spec_contract import ContractError, parse_graph
 from udfs.graph_arrays import GraphArrays
 from udfs.hash_layers import HashingError, traversal_positions
+from udfs.spec_contract import ContractError, parse_graph
 
 from .conftest import VECTORS, vector_files
 

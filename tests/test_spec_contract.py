@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.spec_contract import ContractError, parse_graph
 from udfs.chain_builder import java_hash_order
+from udfs.spec_contract import ContractError, parse_graph
 
 
 def test_spec_defaults():
@@ -149,7 +149,7 @@ def _mutated_graphs(count: int):
 def test_fast_paths_accept_and_reject_exactly_like_the_checked_paths(monkeypatch):
     """Parsing takes a fast path per node and edge; on thousands of graphs with one to three
     broken or unusual fields, it must give the same rows or the same error as the checked path."""
-    import pipeline.spec_contract as sc
+    import udfs.spec_contract as sc
 
     graphs = list(_mutated_graphs(3000))
     fast = [_outcome(g) for g in graphs]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipeline.profiles import ChainRules, Profile, load_profile
+from udfs.flink_profiles import ChainRules, Profile, load_profile
 
 # Partitioners that are a ForwardPartitioner in Flink (``instanceof ForwardPartitioner``).
 FORWARD_PARTITIONERS = ("FORWARD", "FORWARD_FOR_UNSPECIFIED")

@@ -24,11 +24,11 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from pipeline.stream_tables import NODE_COLUMNS
 from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.graph_arrays import Columns, GraphArrays
 from udfs.graph_steps import flink_rejection, hash_arrays, job_graph_arrays
 from udfs.hash_layers import HashingError
+from udfs.spec_contract import NODE_COLUMNS
 
 NODE_INPUT_COLUMNS = tuple(NODE_COLUMNS)
 EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number")

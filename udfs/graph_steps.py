@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipeline.profiles import load_profile
-from pipeline.spec_contract import batch_rules
 from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
 from udfs.chaining_rules import NODE_RULE_ATTRS
+from udfs.flink_profiles import batch_rules, load_profile
 from udfs.graph_arrays import Columns, GraphArrays
 from udfs.hash_layers import check_uid_collisions, propagate_hashes, traversal_positions
 from udfs.murmur3 import to_hex
@@ -307,9 +306,7 @@ def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Co
     return None
 
 
-def _forward_group_max_parallelism(
-    vertices: Columns | pd.DataFrame, job_edges: Columns | pd.DataFrame
-) -> str | None:
+def _forward_group_max_parallelism(vertices: Columns | pd.DataFrame, job_edges: Columns | pd.DataFrame) -> str | None:
     """JobVertexForwardGroup's check: a forward group's smallest max parallelism must not be
     below its parallelism. After :func:`dynamic_vertex_parallelism` every vertex of a group
     carries the group's values, so a vertex on a FORWARD job edge shows the breach."""

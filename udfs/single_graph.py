@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.spec_contract import parse_graph
 from udfs.chaining_rules import evaluate_edge_rules
 from udfs.graph_steps import build_job_graph, edge_rule_rows, flink_rejection, hash_graph
 from udfs.hash_layers import HashingError
+from udfs.spec_contract import parse_graph
 
 EDGE_FRAME_COLUMNS = [
     "graph_id",

@@ -1,4 +1,4 @@
-"""Flink-version semantics profiles, read from ``conf/profiles/*.json``.
+"""Flink-version semantics profiles, read from ``conf/profiles/*.json`` (every step asks them).
 
 Everything that differs between Flink releases (which edges chain, what the hasher
 counts as a chainable output, whether FLIP-27 sources chain into multi-input operators)
@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
+from typing import Any
 
-from pipeline.settings import CONF_DIR
-
+ROOT = Path(__file__).resolve().parent.parent
+# conf/ at the top of the repo (a checkout, an editable install); inside the package when
+# installed from the wheel, which ships it as pipeline/conf (pyproject.toml). Found by path,
+# so that udfs/ imports nothing from pipeline/.
+CONF_DIR = ROOT / "conf" if (ROOT / "conf" / "pipeline.json").is_file() else ROOT / "pipeline" / "conf"
 PROFILE_DIR = CONF_DIR / "profiles"
 
 
@@ -103,3 +108,10 @@ def _supported_versions() -> tuple[str, ...]:
 
 def newest_version() -> str:
     return supported_versions()[-1]
+
+
+@cache
+def batch_rules(version: str) -> dict[str, Any]:
+    """The ``batch`` section of a version's profile (conf/profiles/<line>.json)."""
+    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
+    return dict(raw.get("batch", {}))

@@ -1,4 +1,5 @@
-"""SPEC section 1 for one graph: defaults applied, the contract checked, rows out.
+"""Step 1, per graph: SPEC section 1 for one graph -- defaults applied, the contract checked,
+rows out (the columns of the stream tables, :data:`GRAPH_COLUMNS` etc.).
 
 This runs once per input graph inside a Spark ``mapInPandas`` (see
 :mod:`pipeline.read_spec`), so a graph that breaks the contract is turned into one
@@ -8,14 +9,13 @@ checks are the ones a person can act on: each error names the offending node or 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from pipeline.profiles import PROFILE_DIR, load_profile, newest_version, supported_versions
+from udfs.flink_profiles import batch_rules, load_profile, newest_version, supported_versions
 
 CHAINING_STRATEGIES = ("ALWAYS", "HEAD", "NEVER", "HEAD_WITH_SOURCES")
 SOURCE_KINDS = ("LEGACY", "FLIP27")
@@ -38,6 +38,40 @@ JOB_TYPES = ("STREAMING", "BATCH")
 # ExecutionConfig.PARALLELISM_DEFAULT: no parallelism set (BATCH jobs without parallelism.default).
 PARALLELISM_DEFAULT = -1
 UID_HASH_RE = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+# The rows parse_graph builds, as the stream tables hold them (pipeline/stream_tables.py,
+# what ``ingest`` writes); every table carries graph_id.
+GRAPH_COLUMNS = [
+    "graph_id",
+    "job_name",
+    "flink_version",
+    "chaining_enabled",
+    "chain_operators_with_different_max_parallelism",
+    "job_type",
+    "dynamic",
+    "auto_parallelism_enabled",
+    "source_id_order",
+    "source_file",
+]
+NODE_COLUMNS = [
+    "graph_id",
+    "node_id",
+    "name",
+    "uid",
+    "uid_hash",
+    "parallelism",
+    "max_parallelism",
+    "chaining_strategy",
+    "slot_sharing_group",
+    "is_source",
+    "source_kind",
+    "yielding",
+    "has_operator",
+    "parallelism_configured",
+]
+EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"]
+ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]
 
 
 class ContractError(ValueError):
@@ -202,13 +236,6 @@ def parse_graph(obj: Any) -> ParsedGraph:
     return ParsedGraph(graph, nodes, edges)
 
 
-@cache
-def batch_rules(version: str) -> dict[str, Any]:
-    """The ``batch`` section of a version's profile (conf/profiles/<line>.json)."""
-    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
-    return dict(raw.get("batch", {}))
-
-
 FFU_NOT_DYNAMIC = (
     "java.lang.IllegalStateException: ForwardForUnspecifiedPartitioner should only be used in dynamic graph."
 )
@@ -271,6 +298,8 @@ def _partitioner(value: Any, what: str) -> str:
             "UNKNOWN_ENUM", f"{what} is {_short(value)}; expected one of {', '.join(PARTITIONERS)}, HASH[<fields>]"
         )
     return value
+
+
 _EXCHANGE_SET = frozenset(EXCHANGE_MODES)
 _STRATEGY_SET = frozenset(CHAINING_STRATEGIES)
 _SOURCE_KIND_SET = frozenset(SOURCE_KINDS)
