@@ -10,6 +10,7 @@ errors instead of Maven or JVM output.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -22,6 +23,8 @@ JAR_NAME = "flink-jobgraph-harness.jar"
 # Module opens 1.9's ClosureCleaner needs on Java 17 (java -jar honours the manifest's Add-Opens;
 # repeated here so a harness started any other way behaves the same).
 ADD_OPENS = ("java.base/java.lang", "java.base/java.util")
+DEPS_CACHE_ENV = "FLINK_JOBGRAPH_DEPS_CACHE"
+COORDINATE = re.compile(r"^[\w.\-]+:[\w.\-]+(:[\w.\-]+){1,2}$")  # group:artifact[:classifier]:version
 
 
 class ExportError(Exception):
@@ -84,6 +87,65 @@ def ensure_harness(hdir: Path, line: str, rebuild: bool = False, quiet: bool = F
     return jar
 
 
+def _artifact_id(jar_name: str) -> str:
+    """``flink-core-2.3.0.jar`` -> ``flink-core``: the name up to the first ``-<digit>``."""
+    m = re.match(r"^(.+?)-\d", jar_name)
+    return m.group(1) if m else jar_name.removesuffix(".jar")
+
+
+def _pom(coordinates: list[str]) -> str:
+    deps = []
+    for c in coordinates:
+        parts = c.split(":")
+        group, artifact, version = parts[0], parts[1], parts[-1]
+        classifier = f"<classifier>{parts[2]}</classifier>" if len(parts) == 4 else ""
+        deps.append(f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+                    f"<version>{version}</version>{classifier}</dependency>")
+    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
+            "<groupId>flink-jobgraph</groupId><artifactId>job-dependencies</artifactId><version>0</version>"
+            f"<dependencies>{''.join(deps)}</dependencies></project>\n")
+
+
+def resolve_maven(coordinates: list[str], harness_jar_path: Path, cache: Path | None = None) -> Path:
+    """A folder with the jars of ``coordinates`` and what they need at runtime, from Maven Central.
+
+    Transitive runtime dependencies come along (a Kafka connector brings kafka-clients), except
+    the artifacts the harness already ships (Flink itself, its shaded libraries): a second copy
+    of Flink's classes on the class path, of another version, breaks the export in ways that
+    name neither jar. Connectors declare Flink as ``provided``, so usually nothing is left out.
+    Resolved once per set of coordinates into a cache folder (``$FLINK_JOBGRAPH_DEPS_CACHE`` or
+    ``~/.cache/flink-jobgraph/deps``).
+    """
+    bad = [c for c in coordinates if not COORDINATE.match(c)]
+    if bad:
+        raise ExportError(
+            f"--maven expects GROUP:ARTIFACT:VERSION (or GROUP:ARTIFACT:CLASSIFIER:VERSION), got {bad[0]!r}"
+        )
+    shipped = sorted({_artifact_id(j.name) for j in (harness_jar_path.parent / "lib").glob("*.jar")})
+    key = hashlib.sha256("\n".join([*sorted(set(coordinates)), *shipped]).encode()).hexdigest()[:16]
+    root = cache or Path(os.environ.get(DEPS_CACHE_ENV) or Path.home() / ".cache" / "flink-jobgraph" / "deps")
+    folder = root / key
+    jars = folder / "jars"
+    if (folder / ".resolved").is_file():
+        return jars
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ExportError("Maven (mvn) not found on PATH: it resolves --maven coordinates "
+                          "(Debian: apt-get install maven), or pass the jars with --classpath")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pom.xml").write_text(_pom(coordinates), encoding="utf-8")
+    cmd = [mvn, "-q", "-f", str(folder / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
+           f"-DoutputDirectory={jars}", f"-DexcludeArtifactIds={','.join(shipped)}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = (proc.stdout + proc.stderr).splitlines()
+        lines = [ln for ln in said if "[ERROR]" in ln] or said
+        why = lines[0].replace("[ERROR]", "").strip() if lines else f"mvn exited with {proc.returncode}"
+        raise ExportError(f"could not resolve {', '.join(coordinates)} from Maven: {why}")
+    (folder / ".resolved").write_text("\n".join(sorted(p.name for p in jars.glob("*.jar"))) + "\n", encoding="utf-8")
+    return jars
+
+
 def java_command(jar: Path) -> list[str]:
     java = shutil.which("java")
     if java is None:
@@ -108,6 +170,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--config", help="a flink-conf.yaml / config.yaml (-D and -p override it)")
     c.add_argument("--classpath", action="append", default=[], metavar="DIR_OR_JAR",
                    help="extra jar or folder of jars (connectors, formats); repeatable")
+    c.add_argument("--maven", action="append", default=[], metavar="GROUP:ARTIFACT:VERSION",
+                   help="a dependency from Maven Central with what it needs at runtime, e.g. "
+                   "org.apache.flink:flink-connector-kafka:4.0.1-2.0 (repeatable; jars the harness "
+                   "already has, Flink's own, are left out)")
     c.add_argument("--expected", action="store_true", help="add Flink's own JobGraph answer to each line")
     c.add_argument("--first", action="store_true", help="stop main() at its first submitted job")
     c.add_argument("--rebuild", action="store_true", help="rebuild the harness even if it looks current")
@@ -155,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
         hargs = harness_args(args)
         jar = ensure_harness(harness_dir(args.harness_dir), args.flink, rebuild=args.rebuild)
         cmd = java_command(jar)
+        if args.maven:
+            deps = resolve_maven(args.maven, jar)
+            hargs[1:1] = ["--classpath", str(deps)]
     except ExportError as e:
         print(f"flink-jobgraph export: {e}", file=sys.stderr)
         return 2

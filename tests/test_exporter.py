@@ -176,6 +176,36 @@ def test_job_configuration_like_flink_run(built, listener, tmp_path):
     _no_side_effects(listener, out, tmp_path / "trap")
 
 
+@pytest.mark.parametrize("line", LINES)
+def test_dependencies_as_maven_coordinates(built, listener, tmp_path, line):
+    """A thin jar whose connector is named by its Maven coordinates instead of a jar: resolved from
+    Maven Central (through ~/.m2) with what it needs at runtime, minus what the harness ships."""
+    rc, _, err = export(built, line, "SocketToFileJob", args=(listener.port, tmp_path / "out"), connector=False)
+    assert rc == 1 and "class org.apache.flink.connector.file.sink.FileSink not found" in err
+    cache = tmp_path / "deps"
+    version = built[line]["connector"].name.removeprefix("flink-connector-files-").removesuffix(".jar")
+    coord = f"org.apache.flink:flink-connector-files:{version}"
+    rc, specs, err = export(built, line, "SocketToFileJob", "--maven", coord, "--graph-id", "socket@mvn",
+                            args=(listener.port, tmp_path / "out"), connector=False,
+                            env={export_cmd.DEPS_CACHE_ENV: str(cache)})
+    assert rc == 0, err
+    assert [s["graph_id"] for s in specs] == ["socket@mvn"] and "Sink: Writer" in {n["name"] for n in specs[0]["nodes"]}
+    (folder,) = [p.parent for p in cache.glob("*/.resolved")]
+    jars = sorted(p.name for p in (folder / "jars").glob("*.jar"))
+    assert f"flink-connector-files-{version}.jar" in jars
+    shipped = {export_cmd._artifact_id(j.name) for j in (built[line]["harness"].parent / "lib").glob("*.jar")}
+    assert not shipped & {export_cmd._artifact_id(j) for j in jars}  # no second copy of Flink's own jars
+    _no_side_effects(listener, tmp_path / "out", tmp_path / "trap")
+    rc, _, err = export(built, line, "SocketToFileJob", "--maven", "org.apache.flink:flink-connector-files",
+                        args=(listener.port, tmp_path / "out"), connector=False)
+    assert rc == 2 and "--maven expects GROUP:ARTIFACT:VERSION" in err
+    rc, _, err = export(built, line, "SocketToFileJob", "--maven", "org.flinkjobgraph.nope:no-such-artifact:0.0.1",
+                        args=(listener.port, tmp_path / "out"), connector=False,
+                        env={export_cmd.DEPS_CACHE_ENV: str(cache)})
+    assert rc == 2 and "could not resolve org.flinkjobgraph.nope:no-such-artifact:0.0.1 from Maven" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_sql_jobs_are_captured_and_computed_like_flink(built, spark, settings, tmp_path):
     """Flink 2.3 and 1.20; one compute run over both (Spark time is the expensive part)."""
     from pipeline.conformance import compare_tables
