@@ -3,10 +3,10 @@
     python bench/profile_udfs.py fleet-1k [--top 25]
 
 Runs ``compute`` once on the fleet (local[2], like run_bench.py, code snapshot included) with
-the four pandas UDF entry points wrapped in a per-worker cProfile that uses CPU time
-(``time.process_time``): read_spec._parse_partition (parse + validate), chainability._rules,
-hashing._hash_one_graph (per graph) and job_graph._one_graph (per graph). Each worker dumps
-its profile to bench/tmp/prof-<stamp>/<pid>-<udf>.pstats after every call (cumulative).
+the per-graph stage's work per Arrow batch, ``pipeline.fused._batch_rows`` (parse, contract
+checks, chainability, hashing, the createChain walk), wrapped in a per-worker cProfile that
+uses CPU time (``time.process_time``). Each worker dumps its profile to
+bench/tmp/prof-<stamp>/<pid>-<stage>.pstats after every call (cumulative).
 
 Prints, per stage: wall seconds, CPU seconds of the process tree (the same figures as
 run_bench.py), CPU seconds inside the UDF (sum over workers), the UDF's share of the stage's
@@ -29,17 +29,14 @@ sys.path.insert(0, str(BENCH))
 
 import run_bench  # noqa: E402  (bench/run_bench.py: snapshot, sampler, fleet lookup)
 
+# (stage of the run summary, module, function, is it an iterator UDF)
 TARGETS = [
-    ("read+validate", "pipeline.read_spec", "_parse_partition", True),
-    ("chainability", "pipeline.chainability", "_rules", True),
-    ("hashing", "pipeline.hashing", "_hash_one_graph", False),
-    ("vertices+edges", "pipeline.job_graph", "_one_graph", False),
+    ("read+compute", "pipeline.fused", "_batch_rows", False),
 ]
 
 
 def _wrap(fn, stage: str, out_dir: str, iterator: bool):
-    """A wrapper (pickled by value, from __main__) that profiles ``fn`` in the worker; the
-    arity is spelled out because applyInPandas checks it."""
+    """A wrapper (pickled by value, from __main__) that profiles ``fn`` in the worker."""
 
     def _prof():
         import cProfile as _cp
@@ -68,16 +65,16 @@ def _wrap(fn, stage: str, out_dir: str, iterator: bool):
             prof.disable()
             yield batch
 
-    def profiled_groups(left, right):
+    def profiled_call(*args):
         prof, path = _prof()
         prof.enable()
         try:
-            return fn(left, right)
+            return fn(*args)
         finally:
             prof.disable()
             prof.dump_stats(path)
 
-    return profiled_iter if iterator else profiled_groups
+    return profiled_iter if iterator else profiled_call
 
 
 def main() -> int:

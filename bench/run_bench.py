@@ -1,6 +1,6 @@
 """One benchmark run: a fleet through the pipeline on this machine, against Flink's own time.
 
-    python bench/run_bench.py fleet-1k [--set hashing.executor=superstep] [--no-ingest]
+    python bench/run_bench.py fleet-1k [--set chains.engine=dataframe] [--no-ingest]
 
 ``FLEET`` is a name under bench/data/ (made by bench/make_fleet.py) or any spec file/folder.
 In ONE process (one SparkSession, ``conf/pipeline.json`` master, local[2] by default):
@@ -24,7 +24,6 @@ Writes bench/results/<timestamp>-<fleet>.json and prints a one-screen summary.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import shutil
@@ -214,47 +213,21 @@ class HashStatsTap:
         self._undo: list[tuple[Any, str, Any]] = []
 
     def install(self) -> None:
-        import pipeline.hashing as h
+        import pipeline.fused as fu
 
-        mods = [(h, "hash_graphs")]
-        try:
-            import pipeline.hashing_supersteps as hs
+        # the per-graph stage's rows of kind "stats" hold the traversal statistics
+        for name in ("rows_from_texts", "rows_from_tables"):
+            orig = getattr(fu, name)
 
-            mods += [(hs, n) for n in ("hash_graphs_supersteps", "hash_graphs") if hasattr(hs, n)]
-        except Exception:
-            pass
-        import pipeline.run as run_mod
+            def wrapped_rows(*a, __orig=orig, **kw):
+                from types import SimpleNamespace
 
-        try:  # the fused executor: its rows of kind "stats" hold the same statistics
-            import pipeline.fused as fu
-
-            for name in ("rows_from_texts", "rows_from_tables"):
-                orig = getattr(fu, name)
-
-                def wrapped_rows(*a, __orig=orig, **kw):
-                    from types import SimpleNamespace
-
-                    res = __orig(*a, **kw)
-                    self.results.append(SimpleNamespace(stats=fu.kind_rows(res, "stats")))
-                    return res
-
-                setattr(fu, name, wrapped_rows)
-                self._undo.append((fu, name, orig))
-        except ImportError:
-            pass
-        for name in ("hash_graphs", "hash_graphs_supersteps"):  # also names imported into run.py
-            if hasattr(run_mod, name):
-                mods.append((run_mod, name))
-        for mod, name in mods:
-            orig = getattr(mod, name)
-
-            def wrapped(*a, __orig=orig, **kw):
                 res = __orig(*a, **kw)
-                self.results.append(res)
+                self.results.append(SimpleNamespace(stats=fu.kind_rows(res, "stats")))
                 return res
 
-            setattr(mod, name, wrapped)
-            self._undo.append((mod, name, orig))
+            setattr(fu, name, wrapped_rows)
+            self._undo.append((fu, name, orig))
 
     def uninstall(self) -> None:
         for mod, name, orig in reversed(self._undo):
@@ -295,22 +268,6 @@ class HashStatsTap:
             "hash_layers_mean": round(float(agg["layers_mean"] or 0), 2),
             "hash_layers_median": int(agg["layers_median"] or 0),
         }
-
-
-def _executor_wired(run_mod: Any) -> bool:
-    """Does the pipeline read hashing.executor (code, not docstrings, of run.py / hashing.py)?"""
-    import ast
-
-    import pipeline.hashing as h
-
-    for mod in (run_mod, h):
-        tree = ast.parse(inspect.getsource(mod))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and node.value in ("executor", "superstep"):
-                return True
-            if isinstance(node, ast.Import | ast.ImportFrom) and "hashing_supersteps" in ast.dump(node):
-                return True
-    return False
 
 
 def _snapshot_code(dest: Path) -> dict[str, Any]:
@@ -384,11 +341,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: Python workers import udfs from {worker_udfs}, not the snapshot")
     code["worker_udfs"] = worker_udfs
 
-    wired = _executor_wired(run_mod)
-    executor = settings.get("hashing", {}).get("executor")
-    if executor != "grouped" and not wired:
-        print(f"warning: hashing.executor={executor} is not wired into the pipeline; this measures the default")
-
     result: dict[str, Any] = {}
     ingest_summary = None
     failure = None
@@ -457,7 +409,6 @@ def main(argv: list[str] | None = None) -> int:
         },
         "pipeline_seconds": round(compute_seconds, 2) if compute_seconds else None,
         "stage_seconds": stage_seconds,
-        "executor": getattr(summary, "executor", None) if summary else None,
         "worker_seconds": getattr(summary, "worker_seconds", None) if summary else None,
         "ingest_seconds": round(ingest_seconds, 2) if ingest_summary else None,
         "ingest_stage_seconds": dict(ingest_summary.stage_seconds) if ingest_summary else None,
@@ -496,7 +447,6 @@ def main(argv: list[str] | None = None) -> int:
         "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "settings": {k: v for k, v in settings.items() if not k.startswith("_")},
         "overrides": overrides,
-        "hashing_executor_wired": wired,
         "driver_memory": spark.conf.get("spark.driver.memory", None),
         "spark_version": spark.version,
         "git_commit": _git("rev-parse", "HEAD"),

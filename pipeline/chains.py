@@ -11,7 +11,7 @@ nodes that have not reached their root yet (the frontier). Both give the same ta
 
 Long chains. GraphX's components (the default algorithm) run one Pregel iteration per
 link of the longest chain: a 300-operator chain cost minutes, a 20,000-operator one never
-finished. The fused executor's walk has already placed every operator under its chain
+finished. The createChain walk of the per-graph stage has already placed every operator under its chain
 head, so GraphFrames gets the chainable edges PLUS one shortcut edge head -> member for
 every member at chain index 3 or more. If the walk is right, each shortcut lies inside a
 chain: the components are unchanged and every member is at most two edges from its head,
@@ -39,8 +39,8 @@ What it does not catch, as before the shortcuts: a wrong chainable flag on an ed
 walk and the chain_edge rows come from the same rules; the known-answer tests check
 those), and the fingerprint's ~2^-62 chance of a collision. A wrong walk can make the
 input's diameter long again (missing shortcuts), which slows the step but still ends in
-a disagreement row. Without the walk's rows (the staged executor, ``operators=None``),
-GraphFrames runs on the chainable edges alone, one GraphX iteration per link.
+a disagreement row. Without the walk's rows (``operators=None``, as tests/test_chains.py
+calls it), GraphFrames runs on the chainable edges alone, one GraphX iteration per link.
 """
 
 from __future__ import annotations
@@ -237,14 +237,6 @@ def member_roots(
     if engine == "graphframes":
         return _graphframes(chain_edges, settings, operators)
     raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
-
-
-def chain_components(nodes: DataFrame, hashed_edges: DataFrame, settings: dict[str, Any]) -> tuple[DataFrame, int]:
-    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds."""
-    chain_edges = hashed_edges.where("chainable").select("graph_id", "source", "target")
-    roots, rounds = member_roots(chain_edges, settings)
-    comps = nodes.select("graph_id", "node_id").join(roots, ["graph_id", "node_id"], "left")
-    return comps.select("graph_id", "node_id", F.coalesce("root", "node_id").alias("chain_component")), rounds
 
 
 def walk_disagreements(operators: DataFrame, roots: DataFrame) -> DataFrame:

@@ -1,13 +1,14 @@
-"""The fused executor: spec text -> every per-graph step -> rows of all output tables, in
+"""The per-graph stage: spec text -> every per-graph step -> rows of all output tables, in
 ONE Spark stage.
 
-The staged executor (``pipeline.executor=staged``) runs each step of the data flow as its
-own Spark stage: read, chainability, hashing, vertices+edges, each a shuffle and a
-materialised table. Every step but one is per graph, and a graph is small, so those
-stages mostly paid Spark's fixed costs (bench/results/). Here one ``mapInPandas`` over
-the input lines parses and checks each graph (:mod:`udfs.spec_contract`) and runs the
-rest on the batch (:func:`udfs.graph_batch.compute_batch`): no shuffle until the
-connected components, which need all graphs' chainable edges at once.
+Every step but the chains is per graph, and a graph is small: run as Spark stages of their
+own (one per step, each a shuffle and a materialised table, the former "staged executor")
+they mostly paid Spark's fixed costs, 139.1 s against 71.0 s at 10k graphs
+(bench/results/20261122-030700-fleet-10k-staged.json, 20261122-025104-fleet-10k-fused.json).
+Here one ``mapInPandas`` over the input lines parses and checks each graph
+(:mod:`udfs.spec_contract`) and runs the rest on the batch
+(:func:`udfs.graph_batch.compute_batch`): no shuffle until the connected components, which
+need all graphs' chainable edges at once.
 
 Output: one frame of :data:`FUSED_SCHEMA`, ``kind`` telling the row's table:
 ``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of

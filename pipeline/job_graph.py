@@ -1,23 +1,15 @@
-"""Step 7: JobVertices, chained names, operator-ID lists and job edges.
+"""The output tables ``operators``, ``job_vertices`` and ``job_edges``: their columns and
+Spark types.
 
-Membership of each chain comes from the connected components of step 6; the order Flink
-gives to everything inside and between chains is procedural (``createChain``), and is
-rebuilt per graph in :func:`udfs.graph_steps.build_job_graph` inside a grouped pandas
-UDF, which also checks that its chains are exactly those components.
+Their rows are built per graph by :func:`udfs.graph_steps.job_graph_arrays` (Flink's
+``createChain`` order: chain index, names, operator-ID order, vertex order, job-edge input
+order) inside the one per-graph stage (:mod:`pipeline.fused`); the chains it walks are
+checked against the connected components of the chainable edges (:mod:`pipeline.chains`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-from pipeline.per_graph import RowsByKind, cogroup_per_graph
-from udfs.graph_steps import build_job_graph, flink_rejection
 
 JOB_GRAPH_SCHEMA = T.StructType(
     [
@@ -104,52 +96,3 @@ JOB_EDGE_COLUMNS = [
     "edge_idx",
     "exchange_mode",
 ]
-
-
-@dataclass
-class JobGraphParts:
-    operators: DataFrame
-    vertices: DataFrame
-    job_edges: DataFrame
-    errors: DataFrame
-
-
-def _one_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> RowsByKind:
-    graph = {
-        "graph_id": nodes["graph_id"].iat[0],
-        "flink_version": nodes["flink_version"].iat[0],
-        "job_type": nodes["job_type"].iat[0],
-        "source_id_order": nodes["source_id_order"].iat[0],
-        "dynamic": nodes["dynamic"].iat[0],
-        "auto_parallelism_enabled": nodes["auto_parallelism_enabled"].iat[0],
-    }
-    operators, vertices, job_edges = build_job_graph(nodes, edges, graph)
-    rejection = flink_rejection(graph, vertices, job_edges)
-    if rejection is not None:
-        return {
-            "error": pd.DataFrame(
-                {"graph_id": [graph["graph_id"]], "error_code": ["FLINK_REJECTED"], "message": [rejection]}
-            )
-        }
-    # build_job_graph emits operators in ascending node_id order
-    order = np.argsort(nodes["node_id"].to_numpy(), kind="stable")
-    operators["hash_source"] = nodes["hash_source"].to_numpy(object)[order]
-    operators["hash_position"] = nodes["hash_position"].to_numpy()[order]
-    operators["flink_version"] = graph["flink_version"]
-    return {"operator": operators, "vertex": vertices, "job_edge": job_edges}
-
-
-def build_job_graphs(graphs: DataFrame, nodes: DataFrame, edges: DataFrame, buckets: int = 8) -> JobGraphParts:
-    """``nodes`` need operator_id and chain_component; ``edges`` the final chainable flags."""
-    g = graphs.select(
-        "graph_id", "flink_version", "job_type", "source_id_order", "dynamic", "auto_parallelism_enabled"
-    )
-    result = cogroup_per_graph(nodes.join(g, "graph_id"), edges, _one_graph, JOB_GRAPH_SCHEMA, buckets)
-    result = result.localCheckpoint(eager=True)
-    kind = F.col("kind")
-    return JobGraphParts(
-        operators=result.where(kind == "operator").select(*OPERATOR_COLUMNS),
-        vertices=result.where(kind == "vertex").select(*VERTEX_COLUMNS),
-        job_edges=result.where(kind == "job_edge").select(*JOB_EDGE_COLUMNS),
-        errors=result.where(kind == "error").select("graph_id", "error_code", "message"),
-    )

@@ -1,14 +1,14 @@
-"""Run a per-graph pandas function over many graphs with few Spark groups.
+"""Graphs in buckets of a few hundred, and a batch's rows by kind as frames of one schema.
 
 ``cogroup(...).applyInPandas`` keyed by graph_id pays Spark's per-group cost (an Arrow
 round trip, a pandas frame per side) once per graph, which for fleets of small graphs
-costs more than the work itself (measured: bench/results). Graphs are instead hashed into
-buckets of a few hundred; one UDF call gets a whole bucket and loops over its graphs.
+costs more than the work itself (measured: bench/results). Graphs read back from an
+ingested folder are instead hashed into buckets of a few hundred; one UDF call gets a whole
+bucket (:func:`cogroup_buckets`, used by :func:`pipeline.fused.rows_from_tables`).
 
-A per-graph function returns its rows by kind (``{"node": frame, "edge": frame, ...}``,
-each kind with its own columns); each kind is concatenated once per bucket and aligned to
-the output schema on its own (:func:`kind_frames`). Concatenating differently shaped frames per graph
-instead was a third of the job-graph UDF (bench/results/profile-20261122-003531-fleet-1k.json).
+Rows come back by kind, each kind with its own columns; each kind is aligned to the output
+schema on its own (:func:`kind_frames`). Concatenating differently shaped frames first
+was a third of the job-graph UDF (bench/results/profile-20261122-003531-fleet-1k.json).
 """
 
 from __future__ import annotations
@@ -53,39 +53,6 @@ def cogroup_buckets(
         .cogroup(right.withColumn(_BUCKET, key).groupBy(_BUCKET))
         .applyInPandas(run_bucket, schema)
     )
-
-
-def cogroup_per_graph(
-    left: DataFrame,
-    right: DataFrame,
-    fn: Callable[[pd.DataFrame, pd.DataFrame], RowsByKind],
-    schema: T.StructType,
-    buckets: int,
-) -> DataFrame:
-    """``fn(left_rows_of_one_graph, right_rows_of_one_graph)`` for every graph of ``left``;
-    its rows by kind become rows of ``schema`` with a ``kind`` column."""
-    columns = schema.fieldNames()
-    right_columns = [c for c in right.columns]
-
-    def run_graphs(lpdf: pd.DataFrame, rpdf: pd.DataFrame) -> pd.DataFrame:
-        by_graph = {gid: part for gid, part in rpdf.groupby("graph_id", sort=False)}
-        empty = pd.DataFrame({c: pd.Series(dtype=rpdf[c].dtype if c in rpdf else object) for c in right_columns})
-        outs = [
-            fn(part.reset_index(drop=True), by_graph.get(gid, empty).reset_index(drop=True))
-            for gid, part in lpdf.groupby("graph_id", sort=False)
-        ]
-        return _align_kinds(outs, schema)[columns]
-
-    return cogroup_buckets(left, right, run_graphs, schema, buckets)
-
-
-def _align_kinds(outs: list[RowsByKind], schema: T.StructType) -> pd.DataFrame:
-    frames: dict[str, list[pd.DataFrame]] = {}
-    for out in outs:
-        for kind, frame in out.items():
-            frames.setdefault(kind, []).append(frame)
-    by_kind = {kind: pd.concat(parts, ignore_index=True) for kind, parts in frames.items()}
-    return pd.concat(kind_frames(by_kind, schema), ignore_index=True)
 
 
 def kind_frames(by_kind: RowsByKind, schema: T.StructType) -> list[pd.DataFrame]:

@@ -1,6 +1,7 @@
-"""The whole job: read spec -> vertex/edge tables -> chainability -> hashing -> chains
--> vertices/edges -> Delta. Each step materialises its output (localCheckpoint), so the
-per-stage times printed as progress, and kept in :class:`RunSummary`, are real.
+"""The whole job: spec texts -> every per-graph step in one Spark stage (:mod:`pipeline.fused`)
+-> chains (connected components, the check of every chain) -> Delta. Each stage
+materialises its output (localCheckpoint), so the per-stage times printed as progress, and
+kept in :class:`RunSummary`, are real.
 """
 
 from __future__ import annotations
@@ -14,20 +15,9 @@ from typing import Any, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline import (
-    chainability,
-    chains,
-    delta_sink,
-    fused,
-    hashing,
-    job_graph,
-    per_graph,
-    read_spec,
-    stream_tables,
-    validate,
-)
+from pipeline import chains, delta_sink, fused, per_graph, read_spec, stream_tables, validate
+from pipeline.job_graph import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
-from pipeline.session import SetupError
 from pipeline.stream_tables import StreamTables
 from udfs.spec_contract import ERROR_COLUMNS
 
@@ -46,7 +36,6 @@ class RunSummary:
     hash_layers_max: int = 0
     chain_rounds: int = 0
     chains_engine: str = ""
-    executor: str = ""
     worker_seconds: dict[str, float] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors_by_code: dict[str, int] = field(default_factory=dict)
@@ -114,23 +103,11 @@ def compute(
     settings: dict[str, Any],
     progress: Progress | None = None,
 ) -> RunSummary:
-    """Every output table for the graphs under ``input_path``, by the executor that
-    ``pipeline.executor`` names (``conf/pipeline.json`` says which is faster, and when)."""
+    """Every output table for the graphs under ``input_path``: read to JobGraph rows in one
+    Spark stage (:mod:`pipeline.fused`), then connected components over the chainable edges
+    as the check of every chain, then Delta."""
     progress = progress or Progress()
-    executor = settings.get("pipeline", {}).get("executor", "fused")
-    if executor == "fused":
-        return _compute_fused(spark, input_path, output, settings, progress)
-    if executor == "staged":
-        return _compute_staged(spark, input_path, output, settings, progress)
-    raise SetupError(f"unknown pipeline.executor {executor!r}; use fused or staged")
-
-
-def _compute_fused(
-    spark: SparkSession, input_path: str, output: str, settings: dict[str, Any], progress: Progress
-) -> RunSummary:
-    """Read to JobGraph rows in one Spark stage (:mod:`pipeline.fused`), then connected
-    components over the chainable edges as the check of every chain, then Delta."""
-    summary = RunSummary(executor="fused")
+    summary = RunSummary()
 
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
@@ -218,9 +195,9 @@ def _compute_fused(
         )
         errors = errors.localCheckpoint(eager=True)
 
-    operators = fused.kind_rows(rows, "operator").select(*job_graph.OPERATOR_COLUMNS)
+    operators = fused.kind_rows(rows, "operator").select(*OPERATOR_COLUMNS)
     vertices = fused.vertex_rows(rows)
-    job_edges = fused.kind_rows(rows, "job_edge").select(*job_graph.JOB_EDGE_COLUMNS)
+    job_edges = fused.kind_rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
     run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
     _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
     return summary
@@ -234,7 +211,7 @@ def _write_and_count(
     tables: tuple[DataFrame, DataFrame, DataFrame, DataFrame],
     run_ids: DataFrame,
 ) -> None:
-    """Both executors' last step: the four tables to Delta, then the summary's counts."""
+    """The last step: the four tables to Delta, then the summary's counts."""
     operators, vertices, job_edges, errors = tables
     _timed(
         summary,
@@ -267,86 +244,3 @@ def _count_outputs(summary: RunSummary, vertices: DataFrame, job_edges: DataFram
     summary.errors_by_code = {
         r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()
     }
-
-
-def _compute_staged(
-    spark: SparkSession, input_path: str, output: str, settings: dict[str, Any], progress: Progress
-) -> RunSummary:
-    """One Spark stage per step of the data flow (the hashing one by ``hashing.executor``)."""
-    summary = RunSummary(executor="staged")
-    tables = _timed(
-        summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path, settings).persist(), spark
-    )
-    summary.graphs_in = tables.graphs.count() + tables.errors.count()
-    summary.stream_nodes = tables.nodes.count()
-    progress.say(f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes")
-
-    flagged = _timed(
-        summary,
-        progress,
-        "chainability",
-        lambda: chainability.flag_edges(tables.graphs, tables.nodes, tables.edges).localCheckpoint(eager=True),
-        spark,
-    )
-    hash_input = tables.nodes.select("graph_id", "node_id", "uid", "is_source", "source_kind")
-    flag_input = flagged.select(
-        "graph_id",
-        "edge_idx",
-        "source",
-        "target",
-        "chainable_input",
-        "chainable_local",
-        "hasher_chainable_local",
-        "yield_sensitive",
-    )
-    buckets = per_graph.bucket_count(summary.graphs_in)
-    executor = settings["hashing"]["executor"]
-    if executor == "grouped":
-        hashed = _timed(
-            summary, progress, "hashing", lambda: hashing.hash_graphs(hash_input, flag_input, buckets), spark
-        )
-    elif executor == "superstep":
-        from pipeline.hashing_supersteps import hash_graphs_supersteps
-
-        hashed = _timed(summary, progress, "hashing", lambda: hash_graphs_supersteps(hash_input, flag_input), spark)
-    else:
-        raise ValueError(f"unknown hashing.executor {executor!r}; use grouped or superstep")
-    levels = hashed.stats.agg(F.max("bfs_levels"), F.max("hash_layers")).first()
-    summary.bfs_levels_max = int(levels[0] or 0)
-    summary.hash_layers_max = int(levels[1] or 0)
-
-    ok = tables.graphs.join(hashed.errors.select("graph_id"), "graph_id", "left_anti")
-    nodes = tables.nodes.join(ok.select("graph_id"), "graph_id", "left_semi").join(
-        hashed.nodes, ["graph_id", "node_id"]
-    )
-    edges = tables.edges.join(ok.select("graph_id"), "graph_id", "left_semi").join(
-        hashed.edges, ["graph_id", "edge_idx"]
-    )
-
-    def run_chains() -> DataFrame:
-        comps, rounds = chains.chain_components(nodes, edges, settings)
-        summary.chain_rounds = rounds
-        summary.chains_engine = settings["chains"]["engine"]
-        return nodes.join(comps, ["graph_id", "node_id"]).localCheckpoint(eager=True)
-
-    nodes = _timed(summary, progress, "chains", run_chains, spark)
-    parts = _timed(
-        summary, progress, "vertices+edges", lambda: job_graph.build_job_graphs(ok, nodes, edges, buckets), spark
-    )
-
-    errors = (
-        tables.errors.unionByName(
-            hashed.errors.join(tables.graphs.select("graph_id", "source_file"), "graph_id", "left")
-        )
-        .unionByName(parts.errors.join(tables.graphs.select("graph_id", "source_file"), "graph_id", "left"))
-        .select(*ERROR_COLUMNS)
-        .localCheckpoint(eager=True)
-    )
-    # A graph rejected by any step has no rows in these (its UDF emitted only an error).
-    operators, vertices, job_edges = parts.operators, parts.vertices, parts.job_edges
-
-    run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
-    run_ids = run_ids.localCheckpoint(eager=True)
-
-    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
-    return summary

@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 
 import pytest
+from pyspark.sql import functions as F
 
-from pipeline.chains import chain_components
+from pipeline.chains import member_roots
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
@@ -40,6 +41,13 @@ CASES = {
     # nothing chains
     "no-chains": ([1, 2], [], [(1, 2)], {1: 1, 2: 2}),
 }
+
+
+def chain_components(nodes, edges, settings):
+    """(graph_id, node_id, chain_component = root node id) for every node, and the rounds."""
+    roots, rounds = member_roots(edges.where("chainable").select("graph_id", "source", "target"), settings)
+    comps = nodes.select("graph_id", "node_id").join(roots, ["graph_id", "node_id"], "left")
+    return comps.select("graph_id", "node_id", F.coalesce("root", "node_id").alias("chain_component")), rounds
 
 
 def _frames(spark):

@@ -1,8 +1,10 @@
-"""The per-graph steps the Spark stages run inside grouped pandas UDFs.
+"""The per-graph steps after the chaining rules: hashing (yielding rule, traversal,
+layer-by-layer hashes) and the JobGraph (createChain walk, vertices, job edges, Flink's own
+rejections), on one graph's numpy arrays (:class:`GraphArrays`).
 
-Each function takes one graph's rows (as pandas frames, the shape ``applyInPandas``
-hands over) and returns rows; none of them touches Spark. That keeps every step
-testable on a hand-built graph, and keeps the Spark side of a stage to its wiring.
+:func:`udfs.graph_batch.compute_batch` runs them for every graph of a batch; the frame
+wrappers (:func:`hash_graph`, :func:`build_job_graph`) serve :mod:`udfs.single_graph`.
+None of them touches Spark.
 """
 
 from __future__ import annotations
@@ -83,9 +85,10 @@ def hash_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[pd.DataFrame, 
 def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Columns]:
     """createChain order, chained names, operator lists and job edges for one graph.
 
-    ``g.nodes`` carries operator_id (and chain_component when checked against connected
-    components); ``g.edges`` the final ``chainable``/``chainable_input`` flags. Columns
-    carry no graph_id: the caller knows it.
+    ``g.nodes`` carries operator_id; ``g.edges`` the final ``chainable``/``chainable_input``
+    flags. Columns carry no graph_id: the caller knows it. (The chains walked here are
+    checked against the connected components of the chainable edges on the Spark side,
+    :func:`pipeline.chains.walk_disagreements`.)
     """
     profile = load_profile(graph["flink_version"])
     chainable = np.asarray(g.edges["chainable"], dtype=bool)
@@ -103,7 +106,6 @@ def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Col
         chained_source_names=profile.chained_source_names,
         source_id_order=_as_list(graph.get("source_id_order")),
     )
-    _check_components(g, walk)
 
     op_ids = np.asarray(g.nodes["operator_id"], dtype=object)
     user_ids = np.asarray(g.nodes["uid_hash"], dtype=object)
@@ -239,18 +241,6 @@ def build_job_graph(
     operators, vertices, job_edges = job_graph_arrays(GraphArrays.build(nodes, edges), graph)
     gid = graph["graph_id"]
     return tuple(pd.DataFrame({"graph_id": gid, **cols}) for cols in (operators, vertices, job_edges))
-
-
-def _check_components(g: GraphArrays, walk) -> None:
-    """The walk's chains must be exactly the connected components found upstream."""
-    if "chain_component" not in g.nodes:
-        return
-    comp = np.asarray(g.nodes["chain_component"])
-    members = walk.in_vertex_operator_ids  # chained sources join their vertex, not a component
-    head_comp = comp[walk.vertex_of]
-    bad = np.flatnonzero(members & (head_comp != comp))
-    if len(bad):
-        raise AssertionError(f"chain walk and connected components disagree on nodes {g.node_ids[bad][:5].tolist()}")
 
 
 def _as_bool(value) -> bool:

@@ -1,0 +1,1 @@
+"""Slow, plain reference implementations the tests compare the product with."""
