@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_after": os.getloadavg(),
         "uptime_before": uptime_before,
         "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-        "settings": {k: v for k, v in settings.items() if not k.startswith("_")},
+        "settings": settings.as_dict(),
         "overrides": overrides,
         "driver_memory": spark.conf.get("spark.driver.memory", None),
         "spark_version": spark.version,
@@ -454,10 +454,6 @@ def main(argv: list[str] | None = None) -> int:
         **code,
         "failure": failure,
     }
-    for section in result["settings"].values():
-        if isinstance(section, dict):
-            for k in [k for k in section if k.startswith("_")]:
-                del section[k]
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     tag = f"-{args.tag}" if args.tag else ""

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -56,6 +56,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.session import SetupError, import_graphframes
+from pipeline.settings import Settings
 
 
 class ChainEngineError(SetupError):
@@ -95,7 +96,7 @@ def _pointer_jumping(chain_edges: DataFrame) -> tuple[DataFrame, int]:
 
 
 @contextmanager
-def _session_conf(spark: SparkSession, conf: dict[str, Any]) -> Iterator[None]:
+def _session_conf(spark: SparkSession, conf: Mapping[str, Any]) -> Iterator[None]:
     """Spark SQL confs set for the block, the session's own restored after it."""
     previous = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
@@ -154,7 +155,7 @@ def _iterations(spark: SparkSession, group: str) -> int:
 
 
 def _graphframes(
-    chain_edges: DataFrame, settings: dict[str, Any], operators: DataFrame | None
+    chain_edges: DataFrame, settings: Settings, operators: DataFrame | None
 ) -> tuple[DataFrame, int]:
     spark = chain_edges.sparkSession
     graphframes = import_graphframes(spark, settings)
@@ -185,20 +186,20 @@ def _graphframes(
     # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
     # The vertices are bare ids; graph and node come back from an id by arithmetic.
     ids = gf_edges.select(F.col("src").alias("id")).union(gf_edges.select(F.col("dst").alias("id"))).distinct()
-    conf = settings["chains"]
+    conf = settings.chains
     group = f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
     sc = spark.sparkContext
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
     # jobs each; ``graphframes_spark_conf`` applies to those jobs only.
-    with _session_conf(spark, conf.get("graphframes_spark_conf") or {}), warnings.catch_warnings():
+    with _session_conf(spark, dict(conf.graphframes_spark_conf)), warnings.catch_warnings():
         for message in _WRAPPER_WARNINGS:
             warnings.filterwarnings("ignore", message=re.escape(message), category=UserWarning)
         sc.setJobGroup(group, "chains: GraphFrames connected components")
         try:
             cc = graphframes.GraphFrame(ids, gf_edges).connectedComponents(
-                algorithm=conf.get("graphframes_algorithm", "graphframes"),
-                checkpointInterval=int(conf.get("graphframes_checkpoint_interval", 2)),
-                broadcastThreshold=int(conf.get("graphframes_broadcast_threshold", 1000000)),
+                algorithm=conf.graphframes_algorithm,
+                checkpointInterval=conf.graphframes_checkpoint_interval,
+                broadcastThreshold=conf.graphframes_broadcast_threshold,
             )
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)
@@ -221,7 +222,7 @@ def _graphframes(
 
 
 def member_roots(
-    chain_edges: DataFrame, settings: dict[str, Any], operators: DataFrame | None = None
+    chain_edges: DataFrame, settings: Settings, operators: DataFrame | None = None
 ) -> tuple[DataFrame, int]:
     """(graph_id, node_id, root) for at least every node with a chainable in-edge (every
     other node is its own root), from ``chain_edges`` (graph_id, source, target); and the
@@ -231,7 +232,7 @@ def member_roots(
     plus the walk's head-to-member shortcuts (module docstring): the same components when
     the walk is right, in a constant number of iterations whatever the chains' length.
     """
-    engine = settings["chains"]["engine"]
+    engine = settings.chains.engine
     if engine == "dataframe":
         return _pointer_jumping(chain_edges)
     if engine == "graphframes":

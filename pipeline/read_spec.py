@@ -26,7 +26,6 @@ import stat
 import traceback
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -34,6 +33,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from pipeline.settings import Limits
 from udfs.spec_contract import ContractError, ParsedGraph, parse_graph
 
 RECORD_SCHEMA = T.StructType(
@@ -97,32 +97,6 @@ _BATCH_CHARS = 64 << 20  # text handed to Arrow per output frame of the read ste
 
 class InputError(RuntimeError):
     """The run cannot start: the input path is missing or holds no spec files."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The largest input the per-graph step takes (``limits`` in conf/pipeline.json).
-
-    A graph is parsed, checked and computed in one Python worker, in memory; beyond these
-    sizes it is rejected with its own error code (LINE_TOO_LONG, GRAPH_TOO_LARGE) instead
-    of taking the worker's memory. The defaults pass a 100,000-node graph and a 10 MB name
-    with room to spare (tests/test_malformed_corpus.py runs both).
-    """
-
-    max_line_bytes: int = 128 << 20
-    max_graph_elements: int = 500_000
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any] | None = None) -> Limits:
-        if settings is None:
-            from pipeline.settings import load_settings
-
-            settings = load_settings()
-        conf = settings.get("limits", {})
-        return cls(
-            max_line_bytes=int(conf.get("max_line_bytes", cls.max_line_bytes)),
-            max_graph_elements=int(conf.get("max_graph_elements", cls.max_graph_elements)),
-        )
 
 
 def _unparseable_id(text: str, source_file: str) -> str:

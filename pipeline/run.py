@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pipeline import chains, delta_sink, fused, per_graph, read_spec, stream_tables, validate
 from pipeline.job_graph import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
+from pipeline.settings import Settings
 from pipeline.stream_tables import StreamTables
 from udfs.spec_contract import ERROR_COLUMNS
 
@@ -62,7 +63,7 @@ def _timed(
     return out
 
 
-def load_stream_tables(spark: SparkSession, input_path: str, settings: dict[str, Any] | None = None) -> StreamTables:
+def load_stream_tables(spark: SparkSession, input_path: str, settings: Settings | None = None) -> StreamTables:
     """From spec files, or from a folder that ``ingest`` wrote (``settings``: the limits;
     default conf/pipeline.json)."""
     if delta_sink.is_delta_folder(spark, input_path):
@@ -100,7 +101,7 @@ def compute(
     spark: SparkSession,
     input_path: str,
     output: str,
-    settings: dict[str, Any],
+    settings: Settings,
     progress: Progress | None = None,
 ) -> RunSummary:
     """Every output table for the graphs under ``input_path``: read to JobGraph rows in one
@@ -120,7 +121,7 @@ def compute(
         else:
             limits = read_spec.Limits.from_settings(settings)
             texts = read_spec.read_texts(spark, input_path, limits)
-            rows = fused.rows_from_texts(texts, limits, settings.get("testing", {}).get("raise_in_graph"))
+            rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph)
         return rows.localCheckpoint(eager=True)
 
     rows = _timed(summary, progress, "read+compute", all_rows, spark, count_graphs=from_texts)
@@ -161,7 +162,7 @@ def compute(
             "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
         )
         roots, summary.chain_rounds = chains.member_roots(chain_edges, settings, fused.kind_rows(rows, "operator"))
-        summary.chains_engine = settings["chains"]["engine"]
+        summary.chains_engine = settings.chains.engine
         return roots.localCheckpoint(eager=True)
 
     roots = _timed(summary, progress, "chains", components, spark)

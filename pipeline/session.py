@@ -6,22 +6,21 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipeline.settings import CONF_DIR, ROOT
+from pipeline.settings import CONF_DIR, ROOT, Settings
 
 
 class SetupError(RuntimeError):
     """The machine lacks something the pipeline needs (jars not installed, ...)."""
 
 
-def jars_dir(settings: dict[str, Any]) -> Path:
-    return Path(os.environ.get("FLINK_JOBGRAPH_JARS", ROOT / settings["jars_dir"]))
+def jars_dir(settings: Settings) -> Path:
+    return Path(os.environ.get("FLINK_JOBGRAPH_JARS", ROOT / settings.jars_dir))
 
 
-def jar_paths(settings: dict[str, Any]) -> list[str]:
+def jar_paths(settings: Settings) -> list[str]:
     folder = jars_dir(settings)
     jars = sorted(str(p) for p in folder.glob("*.jar"))
     if not any("delta-spark" in Path(j).name for j in jars):
@@ -33,7 +32,7 @@ def jar_paths(settings: dict[str, Any]) -> list[str]:
     return jars
 
 
-def import_graphframes(spark: SparkSession, settings: dict[str, Any]):
+def import_graphframes(spark: SparkSession, settings: Settings):
     """GraphFrames' Python API, from the same jar as its JVM core.
 
     A cluster that already provides GraphFrames (Databricks ML runtimes) keeps its own;
@@ -63,23 +62,23 @@ def import_graphframes(spark: SparkSession, settings: dict[str, Any]):
     return graphframes
 
 
-def get_spark(settings: dict[str, Any], app_name: str = "flink-jobgraph") -> SparkSession:
+def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSession:
     """Reuse an active session (spark-submit, Databricks), else build a local one."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    spark_conf = settings["spark"]
+    spark_conf = settings.spark
     # Python workers must run this interpreter (the venv's), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(os.environ.get("FLINK_JOBGRAPH_MASTER", spark_conf["master"]))
+        .master(os.environ.get("FLINK_JOBGRAPH_MASTER", spark_conf.master))
         .config("spark.jars", ",".join(jar_paths(settings)))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.sql.shuffle.partitions", str(spark_conf["shuffle_partitions"]))
+        .config("spark.sql.shuffle.partitions", str(spark_conf.shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf["arrow_batch_rows"]))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf.arrow_batch_rows))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
         # GraphX's Pregel (chains.graphframes_algorithm=graphx) runs one iteration per link of

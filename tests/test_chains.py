@@ -66,11 +66,14 @@ def _frames(spark):
 )
 def test_chain_roots(spark, settings, engine, algorithm):
     nodes, edges = _frames(spark)
-    conf = copy.deepcopy(settings)
-    conf["chains"]["engine"] = engine
-    conf["chains"]["graphframes_algorithm"] = algorithm
-    conf["chains"]["graphframes_spark_conf"] = {"spark.sql.shuffle.partitions": 1, "spark.sql.adaptive.enabled": False}
-    before = {k: spark.conf.get(k) for k in conf["chains"]["graphframes_spark_conf"]}
+    conf = settings.with_overrides(
+        {
+            "chains.engine": engine,
+            **({"chains.graphframes_algorithm": algorithm} if algorithm else {}),
+            "chains.graphframes_spark_conf": {"spark.sql.shuffle.partitions": 1, "spark.sql.adaptive.enabled": False},
+        }
+    )
+    before = {k: spark.conf.get(k) for k, _ in conf.chains.graphframes_spark_conf}
     comps, rounds = chain_components(nodes, edges, conf)
     # the confs GraphFrames ran with are the session's own again
     assert {k: spark.conf.get(k) for k in before} == before
@@ -83,8 +86,8 @@ def test_chain_roots(spark, settings, engine, algorithm):
 
 
 def test_graphframes_is_the_default_engine(settings):
-    assert settings["chains"]["engine"] == "graphframes"
-    assert settings["chains"]["graphframes_algorithm"] == "graphx"
+    assert settings.chains.engine == "graphframes"
+    assert settings.chains.graphframes_algorithm == "graphx"
 
 
 def test_unknown_engine_is_a_one_line_cli_error(spark, tmp_path, capsys):
@@ -185,7 +188,7 @@ def test_long_chains_take_a_log_bounded_number_of_graphframes_iterations(spark, 
 
     from pipeline.chains import member_roots
 
-    assert settings["chains"]["engine"] == "graphframes"
+    assert settings.chains.engine == "graphframes"
     for length in (10, 1000, 20000):
         edges = spark.createDataFrame(
             [("g", i, i + 1) for i in range(1, length)] + [("h", 5, 6)], "graph_id string, source int, target int"

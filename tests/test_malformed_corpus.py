@@ -18,11 +18,13 @@ def corpus_run(spark, settings, tmp_path_factory):
     root = tmp_path_factory.mktemp("malformed")
     inp = root / "in"
     cases = make_corpus(inp)
-    run_settings = {
-        **settings,
-        "limits": {"max_line_bytes": LINE_LIMIT, "max_graph_elements": GRAPH_LIMIT},
-        "testing": {"raise_in_graph": RAISE_IN_GRAPH},
-    }
+    run_settings = settings.with_overrides(
+        {
+            "limits.max_line_bytes": LINE_LIMIT,
+            "limits.max_graph_elements": GRAPH_LIMIT,
+            "testing.raise_in_graph": RAISE_IN_GRAPH,
+        }
+    )
     out = str(root / "out")
     summary = compute(spark, str(inp), out, run_settings, Progress(enabled=False))
     read = lambda t: spark.read.format("delta").load(f"{out}/{t}")  # noqa: E731
