@@ -28,23 +28,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.job_graph import JOB_EDGE_COLUMNS, JOB_GRAPH_SCHEMA, OPERATOR_COLUMNS, VERTEX_COLUMNS
 from pipeline.per_graph import cogroup_buckets, kind_frames
 from pipeline.read_spec import Limits, internal_message, parse_text
 from pipeline.stream_tables import StreamTables
+from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS, column_type
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
 from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
-# The columns of each kind of row (besides ``kind`` and ``graph_id``), with their types.
-_TYPES = {f.name: f.dataType for f in JOB_GRAPH_SCHEMA.fields} | {
-    "operator_ids_text": T.StringType(),
-    "user_operator_ids_text": T.StringType(),
-    "source_file": T.StringType(),
-    "node_count": T.IntegerType(),
-    "bfs_levels": T.IntegerType(),
-    "hash_layers": T.IntegerType(),
-    "step": T.StringType(),
-}
+# The columns of each kind of row (besides ``kind`` and ``graph_id``); their types are the
+# tables' (pipeline/table_columns.py), plus these columns of the per-graph stage's own.
+_STAGE_INT_COLUMNS = ("node_count", "bfs_levels", "hash_layers")
 KIND_COLUMNS: dict[str, list[str]] = {
     "operator": [c for c in OPERATOR_COLUMNS if c != "graph_id"],
     "vertex": [c for c in VERTEX_COLUMNS if c not in ("graph_id", "operator_ids", "user_operator_ids")]
@@ -75,7 +68,7 @@ def _layout() -> dict[str, dict[str, str]]:
             if c in _OWN:
                 slots[c] = c
                 continue
-            prefix = _SLOT_PREFIX[_TYPES[c]]
+            prefix = _SLOT_PREFIX[T.IntegerType() if c in _STAGE_INT_COLUMNS else column_type(c)]
             slots[c] = f"{prefix}{used.get(prefix, 0)}"
             used[prefix] = used.get(prefix, 0) + 1
         layout[kind] = slots

@@ -34,62 +34,26 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from pipeline.settings import Limits
-from udfs.spec_contract import ContractError, ParsedGraph, parse_graph
-
-RECORD_SCHEMA = T.StructType(
-    [
-        T.StructField("kind", T.StringType(), False),  # graph | node | edge | error
-        T.StructField("graph_id", T.StringType(), False),
-        T.StructField("source_file", T.StringType(), True),
-        # graph
-        T.StructField("job_name", T.StringType(), True),
-        T.StructField("flink_version", T.StringType(), True),
-        T.StructField("chaining_enabled", T.BooleanType(), True),
-        T.StructField("chain_operators_with_different_max_parallelism", T.BooleanType(), True),
-        T.StructField("job_type", T.StringType(), True),
-        T.StructField("dynamic", T.BooleanType(), True),
-        T.StructField("auto_parallelism_enabled", T.BooleanType(), True),
-        T.StructField("source_id_order", T.ArrayType(T.IntegerType()), True),
-        # node
-        T.StructField("node_id", T.IntegerType(), True),
-        T.StructField("name", T.StringType(), True),
-        T.StructField("uid", T.StringType(), True),
-        T.StructField("uid_hash", T.StringType(), True),
-        T.StructField("parallelism", T.IntegerType(), True),
-        T.StructField("max_parallelism", T.IntegerType(), True),
-        T.StructField("chaining_strategy", T.StringType(), True),
-        T.StructField("slot_sharing_group", T.StringType(), True),
-        T.StructField("is_source", T.BooleanType(), True),
-        T.StructField("source_kind", T.StringType(), True),
-        T.StructField("yielding", T.BooleanType(), True),
-        T.StructField("has_operator", T.BooleanType(), True),
-        T.StructField("parallelism_configured", T.BooleanType(), True),
-        # edge
-        T.StructField("edge_idx", T.IntegerType(), True),
-        T.StructField("source", T.IntegerType(), True),
-        T.StructField("target", T.IntegerType(), True),
-        T.StructField("partitioner", T.StringType(), True),
-        T.StructField("exchange_mode", T.StringType(), True),
-        T.StructField("type_number", T.IntegerType(), True),
-        T.StructField("output_tag", T.StringType(), True),
-        # error
-        T.StructField("error_code", T.StringType(), True),
-        T.StructField("message", T.StringType(), True),
-    ]
+from pipeline.table_columns import struct
+from udfs.spec_contract import (
+    EDGE_COLUMNS,
+    ERROR_COLUMNS,
+    GRAPH_COLUMNS,
+    NODE_COLUMNS,
+    ContractError,
+    ParsedGraph,
+    parse_graph,
 )
+
+# graph | node | edge | error rows, each kind with the columns of its stream table
+RECORD_SCHEMA = struct(["graph_id", "source_file"], GRAPH_COLUMNS, NODE_COLUMNS, EDGE_COLUMNS, ERROR_COLUMNS, kind=True)
 _COLUMNS = RECORD_SCHEMA.fieldNames()
 _GRAPH_ID_RE = re.compile(r'"graph_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 SPEC_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
 # The rows :func:`read_texts` hands to the per-graph step: one JSON text (a graph) each, or
 # an error already known from reading (then ``value`` is null and ``graph_id`` is set).
 TEXT_SCHEMA = T.StructType(
-    [
-        T.StructField("value", T.StringType(), True),
-        T.StructField("source_file", T.StringType(), True),
-        T.StructField("graph_id", T.StringType(), True),
-        T.StructField("error_code", T.StringType(), True),
-        T.StructField("message", T.StringType(), True),
-    ]
+    [T.StructField(c, T.StringType(), True) for c in ("value", "source_file", "graph_id", "error_code", "message")]
 )
 _TEXT_COLUMNS = TEXT_SCHEMA.fieldNames()
 _BATCH_CHARS = 64 << 20  # text handed to Arrow per output frame of the read step

@@ -16,10 +16,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline import chains, delta_sink, fused, per_graph, read_spec, stream_tables, validate
-from pipeline.job_graph import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.settings import Settings
 from pipeline.stream_tables import StreamTables
+from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
 from udfs.spec_contract import ERROR_COLUMNS
 
 T = TypeVar("T")
