@@ -1,9 +1,9 @@
 """Differential conformance run: N fresh random Flink programs vs. the real pipeline.
 
-    python scripts/conformance.py --version 2.3 --count 2000 [--seed 7001] [--batch]
+    python scripts/conformance.py --version 2.3 --count 2000 [--seed 7001] [--batch] [--sql]
 
 Builds the harness for that Flink line if needed (Maven), lets it generate N random
-DataStream programs with Flink's own JobGraph answers, runs them through the real
+DataStream (or, with --sql, Table/SQL) programs with Flink's own JobGraph answers, runs them through the real
 pipeline (Spark, Delta) and prints the match rate per aspect and the first mismatches.
 The result is also saved as JSON under ``conformance/results/`` (README quotes it).
 """
@@ -41,33 +41,49 @@ def main() -> int:
     ap.add_argument("--version", required=True, help="Flink line, e.g. 2.3")
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=7001, help="harness seed (golden sets use 42)")
+    ap.add_argument(
+        "--start", type=int, default=0, help="first program index (a run in parts: --start 1000 --count 1000 ...)"
+    )
     ap.add_argument("--input", help="use this vector file instead of generating one")
+    ap.add_argument(
+        "--jar", help="generate with this harness jar (e.g. a copy, so a rebuild cannot change it mid-run)"
+    )
     ap.add_argument("--show", type=int, default=10, help="mismatches to print")
     ap.add_argument(
         "--batch", action="store_true", help="BATCH programs (execution.runtime-mode=BATCH; harness generate --batch)"
     )
+    ap.add_argument(
+        "--sql",
+        action="store_true",
+        help="random Table/SQL programs (harness generate --sql; with --batch in BATCH mode; Flink 1.15+)",
+    )
     args = ap.parse_args()
+    kind = ("sql-" if args.sql else "") + ("batch-" if args.batch else "")
 
     with tempfile.TemporaryDirectory(prefix="fj-conformance-") as tmp:
         t0 = time.perf_counter()
         if args.input:
             vectors = Path(args.input)
         else:
-            vectors = Path(tmp) / f"flink-{args.version}-{'batch-' if args.batch else ''}s{args.seed}.jsonl.gz"
+            vectors = Path(tmp) / f"flink-{args.version}-{kind}s{args.seed}.jsonl.gz"
             cmd = [
                 "java",
                 "-jar",
-                str(harness_jar(args.version)),
+                args.jar or str(harness_jar(args.version)),
                 "generate",
                 "--seed",
                 str(args.seed),
                 "--count",
                 str(args.count),
+                "--start",
+                str(args.start),
                 "--out",
                 str(vectors),
             ]
             if args.batch:
                 cmd.append("--batch")
+            if args.sql:
+                cmd.append("--sql")
             subprocess.run(cmd, check=True)
         gen_s = time.perf_counter() - t0
         graphs = list(read_vector_file(vectors))
@@ -81,7 +97,10 @@ def main() -> int:
 
     nodes = sum(len(g["nodes"]) for g in graphs)
     mode = "BATCH" if args.batch else "STREAMING"
-    print(f"\nFlink {args.version} {mode}: {report.graphs} programs ({nodes} stream nodes), seed {args.seed}")
+    program_kind = "SQL" if args.sql else "DataStream"
+    head = f"Flink {args.version} {program_kind} {mode}: {report.graphs} programs ({nodes} stream nodes)"
+    part = f", programs {args.start}-{args.start + args.count - 1}" if args.start else ""
+    print(f"\n{head}, seed {args.seed}{part}")
     print(report.table())
     for m in report.mismatches:
         print("  MISMATCH", m)
@@ -96,7 +115,9 @@ def main() -> int:
         "programs": report.graphs,
         "stream_nodes": nodes,
         "seed": None if args.input else args.seed,
+        "start": None if args.input else args.start,
         "runtime_mode": mode,
+        "program_kind": program_kind,
         "source": source,
         "rates": report.rates(),
         "matched": report.matched,
@@ -105,16 +126,18 @@ def main() -> int:
         "generate_seconds": round(gen_s, 1),
         "pipeline_seconds": round(run_s, 1),
         "chains_engine": summary.chains_engine,
-        "hashing_executor": settings["hashing"]["executor"],
-        "executor": summary.executor,
-        "chains_algorithm": settings["chains"].get("graphframes_algorithm"),
+        "hashing_executor": settings.get("hashing", {}).get("executor"),
+        "executor": getattr(summary, "executor", None),
+        "chains_algorithm": settings.get("chains", {}).get("graphframes_algorithm"),
         "git_commit": subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),
         "command": " ".join(sys.argv),
     }
-    name = f"flink-{args.version}-" + ("batch-" if args.batch else "")
+    name = f"flink-{args.version}-" + kind
     name += Path(args.input).stem if args.input else f"s{args.seed}-n{args.count}"
+    if args.start and not args.input:
+        name += f"-from{args.start}"
     (results / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0 if all_ok else 1
 

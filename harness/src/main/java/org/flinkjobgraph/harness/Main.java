@@ -21,7 +21,7 @@ import java.util.zip.GZIPOutputStream;
  * Command line of the harness.
  *
  * <pre>
- * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch]
+ * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch] [--sql]
  * time     --seed S --count N ...
  * export   --main-class CLASS [--jar JAR] [--classpath DIR_OR_JAR]... [-p N] [-D k=v]... [--config FILE] ...
  * selfcheck
@@ -88,7 +88,10 @@ public final class Main {
                         + StreamGraphSpecExporter.flinkVersionFull()
                         + ")\n"
                         + "  generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch]\n"
+                        + "           [--sql]\n"
                         + "           (--batch: programs in execution.runtime-mode=BATCH, bounded sources; Flink 1.15+)\n"
+                        + "           (--sql: random Table/SQL programs (datagen -> joins, aggregations, windows ... -> blackhole/print),\n"
+                        + "            captured at submission; with --batch in BATCH mode; Flink 1.15+)\n"
                         + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]\n"
                         + "  "
                         + UserJobExport.USAGE
@@ -157,8 +160,16 @@ public final class Main {
         int max = Integer.parseInt(o.getOrDefault("max-size", "560"));
         String out = o.get("out");
         boolean batch = Boolean.parseBoolean(o.getOrDefault("batch", "false"));
+        boolean sql = Boolean.parseBoolean(o.getOrDefault("sql", "false"));
         if (out == null) {
             throw new IllegalArgumentException("--out is required");
+        }
+        if (sql) {
+            try {
+                Class.forName("org.flinkjobgraph.harness.SqlGenerator");
+            } catch (ClassNotFoundException e) {
+                throw new IllegalArgumentException("--sql needs Flink 1.15+ (this harness has no Table/SQL planner)");
+            }
         }
         Compat compat = new CompatImpl();
         String line = StreamGraphSpecExporter.flinkLine();
@@ -171,12 +182,13 @@ public final class Main {
                 long cs = caseSeed(seed, i);
                 int target = targetSize(new Random(cs), min, max);
                 String graphId =
-                        String.format("flink-%s-%ss%d-%05d", line, batch ? "batch-" : "", seed, i);
+                        String.format(
+                                "flink-%s-%s%ss%d-%05d", line, sql ? "sql-" : "", batch ? "batch-" : "", seed, i);
                 Map<String, Object> rec = null;
                 for (int attempt = 0; attempt < 50 && rec == null; attempt++) {
                     long s = attempt == 0 ? cs : caseSeed(cs, attempt);
                     try {
-                        rec = one(compat, graphId, seed, i, s, target, batch);
+                        rec = sql ? sqlOne(graphId, seed, i, s, batch) : one(compat, graphId, seed, i, s, target, batch);
                     } catch (Throwable t) {
                         retries++;
                         String k = t.getClass().getSimpleName() + ": " + String.valueOf(t.getMessage());
@@ -261,6 +273,25 @@ public final class Main {
         meta.put("program", new ArrayList<>(g.program));
         rec.put("meta", meta);
         return rec;
+    }
+
+    /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/modern). */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> sqlOne(String graphId, long seed, int index, long caseSeed, boolean batch)
+            throws Throwable {
+        Class<?> g;
+        try {
+            g = Class.forName("org.flinkjobgraph.harness.SqlGenerator");
+        } catch (ClassNotFoundException e) {
+            throw new IllegalArgumentException("--sql needs Flink 1.15+ (this harness has no Table/SQL planner)");
+        }
+        try {
+            return (Map<String, Object>)
+                    g.getMethod("record", String.class, long.class, int.class, long.class, boolean.class)
+                            .invoke(null, graphId, seed, index, caseSeed, batch);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
     }
 
     static List<String> split(String joined) {
