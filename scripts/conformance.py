@@ -36,6 +36,14 @@ def harness_jar(version: str) -> Path:
     return jar
 
 
+def _setting(settings, section: str, key: str):
+    """One setting for the result record, from the settings object or a plain dict (None if absent)."""
+    sec = settings.get(section) if isinstance(settings, dict) else getattr(settings, section, None)
+    if sec is None:
+        return None
+    return sec.get(key) if isinstance(sec, dict) else getattr(sec, key, None)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", required=True, help="Flink line, e.g. 2.3")
@@ -126,9 +134,9 @@ def main() -> int:
         "generate_seconds": round(gen_s, 1),
         "pipeline_seconds": round(run_s, 1),
         "chains_engine": summary.chains_engine,
-        "hashing_executor": settings.get("hashing", {}).get("executor"),
+        "hashing_executor": _setting(settings, "hashing", "executor"),
         "executor": getattr(summary, "executor", None),
-        "chains_algorithm": settings.get("chains", {}).get("graphframes_algorithm"),
+        "chains_algorithm": _setting(settings, "chains", "graphframes_algorithm"),
         "git_commit": subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),
