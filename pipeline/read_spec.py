@@ -162,7 +162,7 @@ class _BadGzip(Exception):
 _IN_CHUNK = 1 << 20  # compressed bytes fed to zlib at a time: the decompressed file is never held whole
 
 
-def _gzip_chunks(content: bytes) -> Iterator[bytes]:
+def _gzip_chunks(content: bytes, step: int = _IN_CHUNK) -> Iterator[bytes]:
     """The decompressed bytes of a gzip file (any number of members), piece by piece.
     zlib checks each member's CRC-32 and length trailer; a stream that ends before its
     trailer is a truncated file. (Hadoop's codec, what Spark's text reader uses, stops
@@ -173,8 +173,8 @@ def _gzip_chunks(content: bytes) -> Iterator[bytes]:
         d = zlib.decompressobj(wbits=31)
         try:
             while not d.eof and pos < len(view):
-                out = d.decompress(view[pos : pos + _IN_CHUNK])
-                pos += _IN_CHUNK
+                out = d.decompress(view[pos : pos + step])
+                pos += step
                 if out:
                     yield out
         except zlib.error as e:
@@ -184,10 +184,11 @@ def _gzip_chunks(content: bytes) -> Iterator[bytes]:
                 f"the gzip stream ends early, {len(content)} bytes in, before the end of member {member + 1}: "
                 "the file is truncated"
             )
-        rest = d.unused_data
-        pos = len(content) - len(rest)
-        if not rest.strip(b"\0"):  # trailing zero padding (tape-style) is allowed, as gzip(1) does
-            return
+        # unused_data is what was left of the last piece fed, not of the file: the next
+        # member starts that far before the piece's end.
+        pos = min(pos, len(view)) - len(d.unused_data)
+        if pos >= len(view) or (view[pos] == 0 and len(content.rstrip(b"\0")) <= pos):
+            return  # the end, or trailing zero padding (tape-style), which gzip(1) allows
         member += 1
 
 

@@ -175,3 +175,48 @@ def test_lone_surrogates_become_question_marks_as_in_java():
 
     text = json.dumps(_variant("s", nodes=[{**GOOD["nodes"][0], "uid": "u\udc00"}, GOOD["nodes"][1]]))
     assert parse_text(text, "f").nodes[0]["uid"] == "u?"
+
+
+def test_gzip_members_are_read_wherever_the_pieces_fed_to_zlib_end():
+    """A file of several gzip members (``cat a.gz b.gz``, or a writer that flushes members)
+    is one text: the next member is found wherever it starts relative to the pieces the
+    reader feeds zlib, including exactly at a piece's end. (It used to be located from the
+    end of the file, so a member that ended before the last piece read as a corrupt stream.)"""
+    import gzip
+    import random
+
+    from pipeline.read_spec import _gzip_chunks
+
+    rnd = random.Random(7)
+    parts = [bytes(rnd.getrandbits(8) for _ in range(n)) for n in (700, 1, 1500, 40)]
+    members = [gzip.compress(p) for p in parts]
+    content = b"".join(members)
+    for step in range(1, len(content) + 2):  # every boundary between pieces and members
+        assert b"".join(_gzip_chunks(content, step)) == b"".join(parts), step
+    assert b"".join(_gzip_chunks(content + b"\0" * 9, 64)) == b"".join(parts)  # zero padding
+    with pytest.raises(Exception, match="member 3"):
+        list(_gzip_chunks(b"".join(members[:2]) + members[2][:-5] + members[3], 64))
+
+
+def test_multi_member_gzip_file_larger_than_a_piece_is_read_whole(tmp_path, spark, settings):
+    """End to end through compute: two members of which the first ends well before the
+    last 1 MiB piece (the case that used to be a CORRUPT_GZIP error for a valid file)."""
+    import gzip
+    import random
+
+    rnd = random.Random(3)
+    members = []
+    for i in range(2):
+        noise = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(2_000_000))
+        g = _variant(f"member-{i}", nodes=[{**GOOD["nodes"][0], "name": "Source: " + noise}, GOOD["nodes"][1]])
+        members.append(gzip.compress(json.dumps(g).encode() + b"\n"))  # ~1.3 MB each: noise hardly compresses
+    assert len(members[0]) > 1 << 20
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "two-members.jsonl.gz").write_bytes(b"".join(members))
+    out = tmp_path / "out"
+    compute(spark, str(inp), str(out), settings, Progress(enabled=False))
+    errors = spark.read.format("delta").load(str(out / "graph_errors")).collect()
+    assert [(e["graph_id"], e["error_code"]) for e in errors] == []
+    vertices = spark.read.format("delta").load(str(out / "job_vertices"))
+    assert sorted(r[0] for r in vertices.select("graph_id").distinct().collect()) == ["member-0", "member-1"]
