@@ -3,8 +3,9 @@
 Kill trials. One output folder lives through all trials; it starts as a clean run of input X.
 Each trial starts ``flink-jobgraph compute`` on the other input (X <-> Y: three graphs
 differ, one now rejected, one new) as a subprocess in its own process group, waits for its
-"delta write: run ... starts" progress line, sleeps a random part of the write phase's
-measured length, and SIGKILLs the group (the Python driver and its JVM). Right after the
+"delta write: run ... starts" progress line and SIGKILLs the group (the Python driver and its
+JVM): odd trials after a random part of the write phase's measured length, even trials right
+after the run's 1st, 2nd, 3rd or 4th table commit (before it publishes the run). Right after the
 kill it reads every table at its latest version (what any reader sees now) and checks that
 each equals, row for row, the old or the new clean state of that table, never something
 between; and that the published view (pipeline.delta_sink.read_published) is the old or
@@ -131,9 +132,29 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_cli(inp: Path, out: Path, kill_after: float | None = None, rng: random.Random | None = None) -> Run:
+def _log_files(out: Path) -> dict[str, set[str]]:
+    """Each table's committed versions: ``NNN.json`` files (Delta writes a hidden temporary
+    file and renames it, so a listed name is a finished commit)."""
+    found: dict[str, set[str]] = {}
+    for t in TABLES:
+        try:
+            found[t] = {n for n in os.listdir(out / t / "_delta_log") if n.endswith(".json") and n[:-5].isdigit()}
+        except FileNotFoundError:
+            found[t] = set()
+    return found
+
+
+def run_cli(
+    inp: Path,
+    out: Path,
+    kill_after: float | None = None,
+    rng: random.Random | None = None,
+    kill_after_commits: int | None = None,
+) -> Run:
     """Run compute; with ``kill_after`` (an upper bound in seconds), SIGKILL its process group
-    at a uniform random delay within that bound after the write phase starts."""
+    at a uniform random delay within that bound after the write phase starts; with
+    ``kill_after_commits`` k, right after the run reports its k-th table commit (the moment a
+    reader could see a half-written run if the publishing step did not exist)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [*CLI, "--input", str(inp), "--output", str(out)],
@@ -145,6 +166,7 @@ def run_cli(inp: Path, out: Path, kill_after: float | None = None, rng: random.R
     )
     lines: list[str] = []
     write_start = threading.Event()
+    committed = threading.Event()
     marks: dict[str, float] = {}
 
     def pump() -> None:
@@ -161,7 +183,23 @@ def run_cli(inp: Path, out: Path, kill_after: float | None = None, rng: random.R
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     result = Run(None, 0.0)
-    if kill_after is not None:
+    if kill_after_commits is not None:
+        # The run prints its "at version" lines only after all of its table commits are in,
+        # so the k-th commit is watched where it lands: a new NNN.json in a table's _delta_log.
+        before = _log_files(out)
+        while not committed.is_set():
+            if proc.poll() is not None:
+                break
+            now = _log_files(out)
+            if sum(bool(now[t] - before[t]) for t in TABLES) >= kill_after_commits:
+                committed.set()
+                break
+            time.sleep(0.005)
+        if committed.is_set() and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            result.killed = True
+            result.kill_delay = round(time.perf_counter() - marks["start"], 2)
+    elif kill_after is not None:
         while not write_start.wait(0.2):
             if proc.poll() is not None:
                 break
@@ -269,7 +307,11 @@ def kill_trials(
     for i in range(1, n + 1):
         target = "X" if state == "Y" else "Y"
         bound = sorted(write_len)[len(write_len) // 2]  # median write phase seen so far
-        k = run_cli(inputs[target], out, kill_after=bound, rng=rng)
+        # Odd trials: a uniform random point of the write phase (mostly before any commit: the
+        # tables' commits come at its end). Even ones: right after the run's 1st, 2nd, 3rd or
+        # 4th table commit, before it publishes: the states a reader must never see as a run.
+        after_commits = None if i % 2 else (i // 2 - 1) % len(TABLES) + 1
+        k = run_cli(inputs[target], out, kill_after=bound, rng=rng, kill_after_commits=after_commits)
         now, view = latest(spark, out), published(spark, out)
         per_table = {}
         for t in TABLES:
@@ -290,7 +332,8 @@ def kill_trials(
             "to": target,
             "killed": k.killed,
             "kill_delay_s": k.kill_delay,
-            "kill_bound_s": round(bound, 1),
+            "kill_mode": "uniform" if after_commits is None else f"after commit {after_commits}",
+            "kill_bound_s": round(bound, 1) if after_commits is None else None,
             "tables_committed_at_kill": committed,
             "tables_seen_after_kill": per_table,
             "published_view_after_kill": "old" if v_old else "new" if v_new else "MIXED",
