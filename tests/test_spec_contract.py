@@ -212,3 +212,25 @@ def test_batch_partitioners_outside_dynamic_graphs():
         with pytest.raises(ContractError) as e:
             parse_graph(_batch_graph(p, dynamic=True, version="1.9", par=1))
         assert e.value.code == "UNSUPPORTED_PARTITIONER"
+
+
+def test_named_consecutive_hash_partitioner():
+    """FORWARD_FOR_CONSECUTIVE_HASH[<fields>] (a ForwardForConsecutiveHashPartitioner wrapping
+    the table runtime's BinaryHashPartitioner) chains like FORWARD_FOR_CONSECUTIVE_HASH and,
+    as a job edge, becomes HASH[<fields>], ALL_TO_ALL, as createJobGraph shows it."""
+    import numpy as np
+
+    from udfs.chain_builder import distribution_pattern
+    from udfs.graph_steps import job_edge_partitioners
+    from udfs.spec_contract import base_partitioner, is_named_hash
+
+    assert is_named_hash("FORWARD_FOR_CONSECUTIVE_HASH[k, s]") and is_named_hash("HASH[k]")
+    assert not is_named_hash("FORWARD_FOR_CONSECUTIVE_HASH") and not is_named_hash("REBALANCE[k]")
+    assert base_partitioner("FORWARD_FOR_CONSECUTIVE_HASH[k, s]") == "FORWARD_FOR_CONSECUTIVE_HASH"
+    given = np.array(
+        ["FORWARD_FOR_CONSECUTIVE_HASH[k, s]", "FORWARD_FOR_CONSECUTIVE_HASH", "FORWARD_FOR_UNSPECIFIED", "HASH[s]"],
+        dtype=object,
+    )
+    shown = job_edge_partitioners(given)
+    assert list(shown) == ["HASH[k, s]", "HASH", "RESCALE", "HASH[s]"]
+    assert [distribution_pattern(p) for p in shown] == ["ALL_TO_ALL", "ALL_TO_ALL", "POINTWISE", "ALL_TO_ALL"]

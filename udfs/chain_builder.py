@@ -210,4 +210,4 @@ def chained_name(head: int, name_parts: dict[int, tuple[str, list[int]]]) -> str
 
 
 def distribution_pattern(partitioner: str) -> str:
-    return "POINTWISE" if partitioner in POINTWISE_PARTITIONERS else "ALL_TO_ALL"
+    return "POINTWISE" if partitioner.split("[", 1)[0] in POINTWISE_PARTITIONERS else "ALL_TO_ALL"

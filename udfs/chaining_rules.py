@@ -82,7 +82,8 @@ def _partitioner_chainable(df: pd.DataFrame, rules: ChainRules, check_exchange: 
     if check_exchange:
         forward &= ~df["exchange_mode"].isin(rules.blocking_exchange_modes).to_numpy()
     if rules.forward_for_consecutive_hash:
-        forward |= ((df["partitioner"] == "FORWARD_FOR_CONSECUTIVE_HASH") & df["dynamic"]).to_numpy(bool)
+        consecutive_hash = df["partitioner"].str.startswith("FORWARD_FOR_CONSECUTIVE_HASH")  # also ...HASH[k]
+        forward |= (consecutive_hash & df["dynamic"]).to_numpy(bool)
     return forward
 
 

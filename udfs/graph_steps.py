@@ -162,10 +162,14 @@ def job_edge_partitioners(partitioners: np.ndarray) -> np.ndarray:
     """The partitioner of each job edge (a stream edge that is not chained), as createJobGraph
     leaves it: ``tryConvertPartitionerForDynamicGraph`` turns a non-chained
     ForwardForUnspecifiedPartitioner into a RescalePartitioner and a non-chained
-    ForwardForConsecutiveHashPartitioner into its hash partitioner."""
+    ForwardForConsecutiveHashPartitioner into its hash partitioner: ``HASH``, or the table
+    runtime's ``HASH[<key fields>]`` that the spec wrote as ``FORWARD_FOR_CONSECUTIVE_HASH[...]``."""
     out = partitioners.copy()
     out[partitioners == "FORWARD_FOR_UNSPECIFIED"] = "RESCALE"
     out[partitioners == "FORWARD_FOR_CONSECUTIVE_HASH"] = "HASH"
+    prefix = "FORWARD_FOR_CONSECUTIVE_"
+    for i in np.flatnonzero([p.startswith(prefix + "HASH[") for p in partitioners]):
+        out[i] = partitioners[i][len(prefix) :]
     return out
 
 

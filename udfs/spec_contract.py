@@ -251,7 +251,8 @@ def _check_batch_partitioners(graph: dict[str, Any], edges: list[dict[str, Any]]
     where the hasher or the chain walk meets it first, which is not reproduced
     (PARTITIONER_NEEDS_DYNAMIC_GRAPH).
     """
-    used = {e["partitioner"] for e in edges} & {"FORWARD_FOR_UNSPECIFIED", "FORWARD_FOR_CONSECUTIVE_HASH"}
+    dynamic_only = {"FORWARD_FOR_UNSPECIFIED", "FORWARD_FOR_CONSECUTIVE_HASH"}
+    used = {base_partitioner(e["partitioner"]) for e in edges} & dynamic_only
     if not used:
         return
     version = graph["flink_version"]
@@ -286,8 +287,16 @@ def is_named_hash(partitioner: str) -> bool:
     """The table runtime's ``BinaryHashPartitioner`` (SQL jobs' keyed exchanges): a hash
     partitioner whose ``toString()`` -- the ship strategy name Flink gives the job edge -- is
     ``HASH[<key fields>]``. The exporter writes that name as the partitioner; for chaining and
-    the distribution pattern it is HASH."""
-    return partitioner.startswith("HASH[") and partitioner.endswith("]")
+    the distribution pattern it is HASH. A ``ForwardForConsecutiveHashPartitioner`` wrapping
+    one is written ``FORWARD_FOR_CONSECUTIVE_HASH[<key fields>]``: createJobGraph replaces it
+    by that hash partitioner where it becomes a job edge, and the edge shows its name."""
+    return partitioner.endswith("]") and partitioner.startswith(("HASH[", "FORWARD_FOR_CONSECUTIVE_HASH["))
+
+
+def base_partitioner(partitioner: str) -> str:
+    """The partitioner class a spec value stands for: ``HASH[k]`` -> HASH,
+    ``FORWARD_FOR_CONSECUTIVE_HASH[k]`` -> FORWARD_FOR_CONSECUTIVE_HASH, others as they are."""
+    return partitioner.split("[", 1)[0]
 
 
 def _partitioner(value: Any, what: str) -> str:
