@@ -285,7 +285,8 @@ public final class UserJobExport {
                         "class "
                                 + missing
                                 + " not found: add the jar that provides it with --classpath (e.g. the connector"
-                                + " jar), or build a fat jar (Flink's own jars are already on the harness's classpath)");
+                                + " jar) or --maven GROUP:ARTIFACT:VERSION, or build a fat jar (Flink's own jars"
+                                + " are already on the harness's classpath)");
             }
             if (graphs.isEmpty()) {
                 throw new ExportError(a.mainClass + ".main() failed before submitting a job: " + describe(failure));
