@@ -148,20 +148,26 @@ def _bench_progress(base: type, mem: MemorySampler, quiet: bool) -> Any:
             self.stage_cpu: dict[str, float] = {}
             self.stage_peak_mb: dict[str, float] = {}
             self.prefix = ""
+            self.rows: Any = None  # the per-graph stage's rows of the last compute
 
         def start_phase(self, prefix: str) -> None:
             self.prefix = prefix
             self.last_cpu = mem.tree_cpu()
             mem.window_peak = 0
 
+        def stage_done(self, name: str, seconds: float) -> None:
+            cpu = mem.tree_cpu()
+            self.stage_cpu[f"{self.prefix}{name}"] = round(cpu - self.last_cpu, 1)
+            self.stage_peak_mb[f"{self.prefix}{name}"] = _mb(mem.window_peak)
+            mem.window_peak = 0
+            self.last_cpu = cpu
+            super().stage_done(name, seconds)
+
+        def per_graph_rows(self, rows: Any) -> None:
+            self.rows = rows
+
         def say(self, msg: str) -> None:
             cpu = mem.tree_cpu()
-            if ": " in msg and msg.rstrip().endswith("s"):
-                stage = msg.split(": ", 1)[0]
-                self.stage_cpu[f"{self.prefix}{stage}"] = round(cpu - self.last_cpu, 1)
-                self.stage_peak_mb[f"{self.prefix}{stage}"] = _mb(mem.window_peak)
-                mem.window_peak = 0
-                self.last_cpu = cpu
             self.marks.append((msg, time.perf_counter(), cpu))
             super().say(msg + f"  [tree CPU {cpu:.0f}s]")
 
@@ -205,69 +211,44 @@ def _resolve_fleet(arg: str) -> tuple[str, Path, dict | None, dict | None]:
     return name, p, None, flink
 
 
-class HashStatsTap:
-    """Keeps the HashResult the pipeline computes, for the frontier sizes (read after the run)."""
+def frontier_stats(rows: Any) -> dict[str, Any]:
+    """Per BFS level of the hasher: queue entries summed over all graphs (a Spark-wide
+    superstep's frontier), and the largest single-graph frontier, from the per-graph stage's
+    rows that the run hands its observer."""
+    from pyspark.sql import functions as F
 
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-        self._undo: list[tuple[Any, str, Any]] = []
+    import pipeline.fused as fu
 
-    def install(self) -> None:
-        import pipeline.fused as fu
-
-        # the per-graph stage's rows of kind "stats" hold the traversal statistics
-        for name in ("rows_from_texts", "rows_from_tables"):
-            orig = getattr(fu, name)
-
-            def wrapped_rows(*a, __orig=orig, **kw):
-                from types import SimpleNamespace
-
-                res = __orig(*a, **kw)
-                self.results.append(SimpleNamespace(stats=fu.kind_rows(res, "stats")))
-                return res
-
-            setattr(fu, name, wrapped_rows)
-            self._undo.append((fu, name, orig))
-
-    def uninstall(self) -> None:
-        for mod, name, orig in reversed(self._undo):
-            setattr(mod, name, orig)
-
-    def frontier_stats(self) -> dict[str, Any]:
-        """Per BFS level of the hasher: queue entries summed over all graphs (a Spark-wide
-        superstep's frontier), and the largest single-graph frontier."""
-        from pyspark.sql import functions as F
-
-        if not self.results or not hasattr(self.results[-1], "stats"):
-            return {}
-        stats = self.results[-1].stats
-        if "frontier_sizes" not in stats.columns:
-            return {}
-        per_level = (
-            stats.select(F.posexplode("frontier_sizes").alias("level", "size"))
-            .groupBy("level")
-            .agg(F.sum("size").alias("total"), F.max("size").alias("max_graph"), F.count("*").alias("graphs"))
-            .orderBy("level")
-            .collect()
-        )
-        agg = stats.agg(
-            F.max("bfs_levels").alias("bfs_max"),
-            F.avg("bfs_levels").alias("bfs_mean"),
-            F.max("hash_layers").alias("layers_max"),
-            F.avg("hash_layers").alias("layers_mean"),
-            F.percentile_approx("bfs_levels", 0.5).alias("bfs_median"),
-            F.percentile_approx("hash_layers", 0.5).alias("layers_median"),
-        ).first()
-        return {
-            "bfs_frontier_total_per_level": [int(r["total"]) for r in per_level],
-            "bfs_frontier_graphs_per_level": [int(r["graphs"]) for r in per_level],
-            "bfs_frontier_total_max": max((int(r["total"]) for r in per_level), default=0),
-            "bfs_frontier_max_single_graph": max((int(r["max_graph"]) for r in per_level), default=0),
-            "bfs_levels_mean": round(float(agg["bfs_mean"] or 0), 2),
-            "bfs_levels_median": int(agg["bfs_median"] or 0),
-            "hash_layers_mean": round(float(agg["layers_mean"] or 0), 2),
-            "hash_layers_median": int(agg["layers_median"] or 0),
-        }
+    if rows is None:
+        return {}
+    stats = fu.kind_rows(rows, "stats")
+    if "frontier_sizes" not in stats.columns:
+        return {}
+    per_level = (
+        stats.select(F.posexplode("frontier_sizes").alias("level", "size"))
+        .groupBy("level")
+        .agg(F.sum("size").alias("total"), F.max("size").alias("max_graph"), F.count("*").alias("graphs"))
+        .orderBy("level")
+        .collect()
+    )
+    agg = stats.agg(
+        F.max("bfs_levels").alias("bfs_max"),
+        F.avg("bfs_levels").alias("bfs_mean"),
+        F.max("hash_layers").alias("layers_max"),
+        F.avg("hash_layers").alias("layers_mean"),
+        F.percentile_approx("bfs_levels", 0.5).alias("bfs_median"),
+        F.percentile_approx("hash_layers", 0.5).alias("layers_median"),
+    ).first()
+    return {
+        "bfs_frontier_total_per_level": [int(r["total"]) for r in per_level],
+        "bfs_frontier_graphs_per_level": [int(r["graphs"]) for r in per_level],
+        "bfs_frontier_total_max": max((int(r["total"]) for r in per_level), default=0),
+        "bfs_frontier_max_single_graph": max((int(r["max_graph"]) for r in per_level), default=0),
+        "bfs_levels_mean": round(float(agg["bfs_mean"] or 0), 2),
+        "bfs_levels_median": int(agg["bfs_median"] or 0),
+        "hash_layers_mean": round(float(agg["layers_mean"] or 0), 2),
+        "hash_layers_median": int(agg["layers_median"] or 0),
+    }
 
 
 def _snapshot_code(dest: Path) -> dict[str, Any]:
@@ -345,8 +326,6 @@ def main(argv: list[str] | None = None) -> int:
     ingest_summary = None
     failure = None
     progress = _bench_progress(run_mod.Progress, mem, args.quiet)
-    tap = HashStatsTap()
-    tap.install()
     try:
         if not args.no_ingest:
             mem.stage = "ingest"
@@ -374,10 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     frontier = {}
     if summary is not None:
         try:
-            frontier = tap.frontier_stats()
+            frontier = frontier_stats(progress.rows)
         except Exception as e:
             frontier = {"error": str(e)[:300]}
-    tap.uninstall()
     mem.stop()
 
     cpu_tree = round(sum(mem.cpu_seconds.values()), 1)

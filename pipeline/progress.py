@@ -50,6 +50,11 @@ class Snapshot:
 
 
 class Progress:
+    """The run's observer: the steps report to it (their lines, their moving progress, their
+    end with its time, the per-graph stage's rows), and it tells the user. The benchmark
+    subclasses it to record CPU and memory per step and the hasher's frontier sizes, so that
+    neither patches pipeline internals."""
+
     def __init__(self, enabled: bool = True, stream: TextIO | None = None, interval: float | None = None) -> None:
         self.enabled = enabled
         self.stream = stream if stream is not None else sys.stderr
@@ -77,6 +82,15 @@ class Progress:
             tqdm.write(line, file=self.stream)
         else:
             print(line, file=self.stream, flush=True)
+
+    def stage_done(self, name: str, seconds: float) -> None:
+        """A step of the run ended after ``seconds`` (wall)."""
+        self.say(f"{name}: {seconds:.1f}s")
+
+    def per_graph_rows(self, rows: Any) -> None:
+        """The per-graph stage's output (a checkpointed DataFrame of every row kind:
+        ``pipeline.fused.kind_rows(rows, "stats")`` holds each graph's BFS frontier sizes),
+        handed over once per compute. The CLI needs nothing from it."""
 
     @contextmanager
     def stage(self, spark: Any, name: str, count_graphs: bool = False) -> Iterator[None]:

@@ -59,7 +59,7 @@ def _timed(
     with progress.stage(spark, stage, count_graphs) if spark is not None else nullcontext():
         out = fn()
     summary.stage_seconds[stage] = round(time.perf_counter() - t0, 3)
-    progress.say(f"{stage}: {summary.stage_seconds[stage]:.1f}s")
+    progress.stage_done(stage, summary.stage_seconds[stage])
     return out
 
 
@@ -125,6 +125,7 @@ def compute(
         return rows.localCheckpoint(eager=True)
 
     rows = _timed(summary, progress, "read+compute", all_rows, spark, count_graphs=from_texts)
+    progress.per_graph_rows(rows)
     kind = F.col("kind")
     graph_rows = fused.kind_rows(rows, "graph")
 

@@ -121,3 +121,31 @@ def test_quiet_progress_says_nothing(spark):
     quiet.say("chains: 1.0s")
     assert out.getvalue() == ""
     assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+
+
+def test_the_observer_sees_every_step_and_the_per_graph_rows(spark, settings, tmp_path):
+    """The run reports to its Progress (the observer the benchmark subclasses too): each
+    step's end with its time, in order, and the per-graph stage's rows, whose stats rows hold
+    one BFS frontier list per computed graph."""
+    from pipeline.run import compute
+
+    class Recorder(Progress):
+        def __init__(self) -> None:
+            super().__init__(enabled=False)
+            self.done: list[tuple[str, float]] = []
+            self.rows = None
+
+        def stage_done(self, name: str, seconds: float) -> None:
+            self.done.append((name, seconds))
+            super().stage_done(name, seconds)
+
+        def per_graph_rows(self, rows) -> None:
+            self.rows = rows
+
+    seen = Recorder()
+    summary = compute(spark, str(SAMPLES), str(tmp_path / "out"), settings, seen)
+    assert [n for n, _ in seen.done] == ["read+compute", "chains", "chain check", "delta write"]
+    assert dict(seen.done) == summary.stage_seconds
+    stats = fused.kind_rows(seen.rows, "stats").collect()
+    assert len(stats) == summary.graphs_processed
+    assert max(len(r["frontier_sizes"]) for r in stats) == summary.bfs_levels_max
