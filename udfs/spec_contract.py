@@ -369,155 +369,100 @@ def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[
     }
 
 
-def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any] | None:
+def _node_row_raw(n: dict[str, Any], in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
+    """The node's row with the SPEC defaults applied but nothing checked yet.
+
+    Both paths start here, so the defaults (and the columns) are written once: the fast path
+    then only tests the values, the checked path names the first one that is wrong. A default
+    derived from a wrong value (a source kind from a non-bool ``is_source``) is never kept:
+    both paths reject the value it came from.
+    """
     get = n.get
     nid = n["id"]
-    name = get("name")
-    parallelism = get("parallelism")
-    if (
-        type(name) is not str
-        or type(parallelism) is not int
-        or not (1 <= parallelism <= JAVA_INT_MAX or parallelism == PARALLELISM_DEFAULT)
-    ):
-        return None
-    max_par = get("max_parallelism")
-    if max_par is None:
-        max_par = -1
-    elif type(max_par) is not int or not JAVA_INT_MIN <= max_par <= JAVA_INT_MAX:
-        return None
     is_source = get("is_source", in_degree[nid] == 0)
     has_operator = get("has_operator", True)
-    yielding = get("yielding", False)
-    configured = get("parallelism_configured", False)
-    if (
-        type(is_source) is not bool
-        or type(has_operator) is not bool
-        or type(yielding) is not bool
-        or type(configured) is not bool
-    ):
-        return None
-    if "source_kind" in n:
-        source_kind = n["source_kind"]
-        if source_kind is not None and (type(source_kind) is not str or source_kind not in _SOURCE_KIND_SET):
-            return None
-    else:
-        source_kind = "LEGACY" if is_source else None
+    source_kind = n["source_kind"] if "source_kind" in n else ("LEGACY" if is_source else None)
     strategy = get("chaining_strategy")
     if strategy is None and has_operator:
         strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
+    max_par = get("max_parallelism")
+    return {
+        "graph_id": graph_id,
+        "node_id": nid,
+        "name": get("name"),
+        "uid": get("uid"),
+        "uid_hash": get("uid_hash"),
+        "parallelism": get("parallelism"),
+        "max_parallelism": -1 if max_par is None else max_par,
+        "chaining_strategy": strategy,
+        "slot_sharing_group": get("slot_sharing_group", "default"),
+        "is_source": is_source,
+        "source_kind": source_kind,
+        "yielding": get("yielding", False),
+        "has_operator": has_operator,
+        "parallelism_configured": get("parallelism_configured", False),
+    }
+
+
+def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any] | None:
+    row = _node_row_raw(n, in_degree, graph_id)
+    parallelism = row["parallelism"]
+    max_par = row["max_parallelism"]
+    if (
+        type(row["name"]) is not str
+        or type(parallelism) is not int
+        or not (1 <= parallelism <= JAVA_INT_MAX or parallelism == PARALLELISM_DEFAULT)
+        or type(max_par) is not int
+        or not JAVA_INT_MIN <= max_par <= JAVA_INT_MAX
+        or type(row["is_source"]) is not bool
+        or type(row["has_operator"]) is not bool
+        or type(row["yielding"]) is not bool
+        or type(row["parallelism_configured"]) is not bool
+    ):
+        return None
+    source_kind = row["source_kind"]
+    if source_kind is not None and (type(source_kind) is not str or source_kind not in _SOURCE_KIND_SET):
+        return None
+    strategy = row["chaining_strategy"]
     if strategy is not None and (type(strategy) is not str or strategy not in _STRATEGY_SET):
         return None
-    uid = get("uid")
-    uid_hash = get("uid_hash")
+    uid, ssg = row["uid"], row["slot_sharing_group"]
+    if (uid is not None and type(uid) is not str) or (ssg is not None and type(ssg) is not str):
+        return None
+    uid_hash = row["uid_hash"]
     if uid_hash is not None:
         if type(uid_hash) is not str or not UID_HASH_RE.fullmatch(uid_hash):
             return None
-        uid_hash = uid_hash.lower()
-    ssg = get("slot_sharing_group", "default")
-    if (uid is not None and type(uid) is not str) or (ssg is not None and type(ssg) is not str):
-        return None
-    return _node_row(
-        graph_id,
-        nid,
-        name,
-        uid,
-        uid_hash,
-        parallelism,
-        max_par,
-        strategy,
-        ssg,
-        is_source,
-        source_kind,
-        yielding,
-        has_operator,
-        configured,
-    )
+        row["uid_hash"] = uid_hash.lower()
+    return row
 
 
 def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
-    nid = n["id"]
-    where = f"node {nid}"
-    name = _str(_require(n, "name", where), f"{where} name")
-    parallelism = _int(_require(n, "parallelism", where), f"{where} parallelism")
+    row = _node_row_raw(n, in_degree, graph_id)
+    where = f"node {row['node_id']}"
+    _str(_require(row, "name", where), f"{where} name")
+    parallelism = _int(_require(row, "parallelism", where), f"{where} parallelism")
     if parallelism < 1 and parallelism != PARALLELISM_DEFAULT:
         raise ContractError(
             "BAD_PARALLELISM", f"{where} has parallelism {parallelism}; it must be >= 1 or -1 (the default)"
         )
-    max_par = _int(
-        n.get("max_parallelism", -1) if n.get("max_parallelism") is not None else -1, f"{where} max_parallelism"
-    )
-    is_source = _bool(n.get("is_source", in_degree[nid] == 0), f"{where} is_source")
-    if "source_kind" in n:
-        source_kind = n["source_kind"]
-        if source_kind is not None:
-            _enum(source_kind, SOURCE_KINDS, f"{where} source_kind")
-    else:
-        source_kind = "LEGACY" if is_source else None
-    has_operator = _bool(n.get("has_operator", True), f"{where} has_operator")
-    strategy = n.get("chaining_strategy")
-    if strategy is None and has_operator:
-        strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
-    if strategy is not None:
-        _enum(strategy, CHAINING_STRATEGIES, f"{where} chaining_strategy")
-    uid = _str(n.get("uid"), f"{where} uid", nullable=True)
-    uid_hash = n.get("uid_hash")
+    _int(row["max_parallelism"], f"{where} max_parallelism")
+    _bool(row["is_source"], f"{where} is_source")
+    if row["source_kind"] is not None:
+        _enum(row["source_kind"], SOURCE_KINDS, f"{where} source_kind")
+    _bool(row["has_operator"], f"{where} has_operator")
+    if row["chaining_strategy"] is not None:
+        _enum(row["chaining_strategy"], CHAINING_STRATEGIES, f"{where} chaining_strategy")
+    _str(row["uid"], f"{where} uid", nullable=True)
+    uid_hash = row["uid_hash"]
     if uid_hash is not None:
         if not isinstance(uid_hash, str) or not UID_HASH_RE.fullmatch(uid_hash):
             raise ContractError("BAD_UID_HASH", f"{where} uid_hash {_short(uid_hash)} is not 32 hex characters")
-        uid_hash = uid_hash.lower()
-    ssg = _str(n.get("slot_sharing_group", "default"), f"{where} slot_sharing_group", nullable=True)
-    yielding = _bool(n.get("yielding", False), f"{where} yielding")
-    configured = _bool(n.get("parallelism_configured", False), f"{where} parallelism_configured")
-    return _node_row(
-        graph_id,
-        nid,
-        name,
-        uid,
-        uid_hash,
-        parallelism,
-        max_par,
-        strategy,
-        ssg,
-        is_source,
-        source_kind,
-        yielding,
-        has_operator,
-        configured,
-    )
-
-
-def _node_row(
-    graph_id,
-    nid,
-    name,
-    uid,
-    uid_hash,
-    parallelism,
-    max_par,
-    strategy,
-    ssg,
-    is_source,
-    source_kind,
-    yielding,
-    has_operator,
-    configured,
-) -> dict[str, Any]:
-    return {
-        "graph_id": graph_id,
-        "node_id": nid,
-        "name": name,
-        "uid": uid,
-        "uid_hash": uid_hash,
-        "parallelism": parallelism,
-        "max_parallelism": max_par,
-        "chaining_strategy": strategy,
-        "slot_sharing_group": ssg,
-        "is_source": is_source,
-        "source_kind": source_kind,
-        "yielding": yielding,
-        "has_operator": has_operator,
-        "parallelism_configured": configured,
-    }
+        row["uid_hash"] = uid_hash.lower()
+    _str(row["slot_sharing_group"], f"{where} slot_sharing_group", nullable=True)
+    _bool(row["yielding"], f"{where} yielding")
+    _bool(row["parallelism_configured"], f"{where} parallelism_configured")
+    return row
 
 
 def _source_order(value: Any, source_ids: list[int]) -> list[int] | None:
