@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 HEADER_MAGIC = 0x4960672D
@@ -246,9 +247,7 @@ class _Reader:
             raise MetadataError(f"truncated file: {what} needs {k} bytes, {self.n - self.pos} left", self.pos)
 
     def i8(self, what: str = "byte") -> int:
-        self.need(1, what)
-        b = self.data[self.pos]
-        self.pos += 1
+        b = self.u8(what)
         return b - 256 if b > 127 else b
 
     def u8(self, what: str = "byte") -> int:
@@ -257,23 +256,21 @@ class _Reader:
         self.pos += 1
         return b
 
-    def i32(self, what: str = "int") -> int:
-        self.need(4, what)
-        v = _I32.unpack_from(self.data, self.pos)[0]
-        self.pos += 4
+    def _number(self, layout: struct.Struct, what: str) -> int:
+        """One big-endian number of a fixed size (Java's DataInput), the position moved past it."""
+        self.need(layout.size, what)
+        v = layout.unpack_from(self.data, self.pos)[0]
+        self.pos += layout.size
         return v
+
+    def i32(self, what: str = "int") -> int:
+        return self._number(_I32, what)
 
     def i64(self, what: str = "long") -> int:
-        self.need(8, what)
-        v = _I64.unpack_from(self.data, self.pos)[0]
-        self.pos += 8
-        return v
+        return self._number(_I64, what)
 
     def u16(self, what: str = "short") -> int:
-        self.need(2, what)
-        v = _U16.unpack_from(self.data, self.pos)[0]
-        self.pos += 2
-        return v
+        return self._number(_U16, what)
 
     def boolean(self, what: str = "boolean") -> bool:
         return self.u8(what) != 0
@@ -525,18 +522,37 @@ class _MetadataParser:
 
     # -- handles ------------------------------------------------------------------------------------
 
-    def _tag(self, family: str, tag: int, names: dict[int, str]) -> None:
+    def _handle_tag(
+        self,
+        family: str,
+        read: Callable[[str], int],
+        known: Container[int],
+        unknown: str,
+        depth: int = 0,
+        names: dict[int, str] = TAG_NAMES,
+    ) -> int:
+        """The tag that starts a state handle, refused as Flink's reader of that family refuses it.
+
+        Every handle position reads its tag the same way: a handle nested deeper than any real
+        file is refused before it is read, a tag the position (or the reading release) does not
+        know fails with that reader's message -- ``unknown`` followed by the tag -- and each tag
+        read is recorded in ``tags`` as ``family:tag:name``.
+        """
+        at = self.r.pos
+        if depth > MAX_HANDLE_NESTING:
+            raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
+        tag = read(f"{family} state handle tag")
+        if tag not in known:
+            raise MetadataError(f"{unknown}{tag}", at)
         self.tags.add(f"{family}:{tag}:{names.get(tag, '?')}")
+        return tag
 
     def _stream_handle(self, depth: int) -> Handle | None:
         r = self.r
-        at = r.pos
-        if depth > MAX_HANDLE_NESTING:
-            raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
-        tag = r.u8("stream state handle tag")  # DataInputStream.read(): unsigned
-        if tag not in self.stream_tags:
-            raise MetadataError(f"Unknown implementation of StreamStateHandle, code: {tag}", at)
-        self._tag("stream", tag, TAG_NAMES)
+        # DataInputStream.read(): unsigned
+        tag = self._handle_tag(
+            "stream", r.u8, self.stream_tags, "Unknown implementation of StreamStateHandle, code: ", depth
+        )
         if tag == NULL_HANDLE:
             return None
         if tag == FILE_STREAM_STATE_HANDLE:
@@ -595,13 +611,8 @@ class _MetadataParser:
 
     def _keyed_handle(self, depth: int) -> Handle | None:
         r = self.r
-        at = r.pos
-        if depth > MAX_HANDLE_NESTING:
-            raise MetadataError(f"state handles nested deeper than {MAX_HANDLE_NESTING}", at)
-        tag = r.i8("keyed state handle tag")  # DataInputStream.readByte(): signed
-        if tag not in self.keyed_tags:
-            raise MetadataError(f"Reading invalid KeyedStateHandle, type: {tag}", at)
-        self._tag("keyed", tag, TAG_NAMES)
+        # DataInputStream.readByte(): signed
+        tag = self._handle_tag("keyed", r.i8, self.keyed_tags, "Reading invalid KeyedStateHandle, type: ", depth)
         if tag == NULL_HANDLE:
             return None
         if tag in (KEY_GROUPS_HANDLE, KEY_GROUPS_HANDLE_V2, SAVEPOINT_KEY_GROUPS_HANDLE):
@@ -701,11 +712,7 @@ class _MetadataParser:
 
     def _operator_handle(self) -> Handle | None:
         r = self.r
-        at = r.pos
-        tag = r.i8("operator state handle tag")
-        if tag not in self.operator_tags:
-            raise MetadataError(f"Reading invalid OperatorStateHandle, type: {tag}", at)
-        self._tag("operator", tag, TAG_NAMES)
+        tag = self._handle_tag("operator", r.i8, self.operator_tags, "Reading invalid OperatorStateHandle, type: ")
         if tag == NULL_HANDLE:
             return None
         for _ in range(r.count("number of operator state names", 7)):
@@ -734,14 +741,10 @@ class _MetadataParser:
         r = self.r
         base = "InputChannelStateHandle" if is_input else "ResultSubpartitionStateHandle"
         if self.version >= 6:  # ChannelStateHandleSerializerV2: tagged
-            at = r.pos
-            tag = r.u8("channel state handle tag")
             plain = INPUT_CHANNEL_STATE_HANDLE if is_input else RESULT_SUBPARTITION_STATE_HANDLE
             merged = MERGED_INPUT_CHANNEL_STATE_HANDLE if is_input else MERGED_RESULT_SUBPARTITION_STATE_HANDLE
-            if tag not in (plain, merged):
-                kind = "input" if is_input else "output"
-                raise MetadataError(f"Unknown {kind} state handle type: {tag}", at)
-            self._tag("channel", tag, CHANNEL_TAG_NAMES)
+            unknown = f"Unknown {'input' if is_input else 'output'} state handle type: "
+            tag = self._handle_tag("channel", r.u8, (plain, merged), unknown, names=CHANNEL_TAG_NAMES)
             if tag == merged:
                 r.i32("subtask index")
                 size = r.i64("channel state size")
@@ -884,13 +887,8 @@ class _JavaStream:
         r = self.r
         at = r.pos
         tc = r.u8("serialization type code")
-        if tc == TC_NULL:
-            return None
-        if tc == TC_REFERENCE:
-            h = r.i32("handle") - _BASE_HANDLE
-            if not 0 <= h < len(self.handles):
-                raise MetadataError(f"Java serialization: invalid back reference {h + _BASE_HANDLE:#x}", at)
-            return self.handles[h]
+        if tc in (TC_NULL, TC_REFERENCE):
+            return self._null_or_earlier(tc, at)
         if tc in (TC_STRING, TC_LONGSTRING):
             s = self._string_body(tc)
             self.handles.append(s)
@@ -962,6 +960,20 @@ class _JavaStream:
             return self.content()
         raise MetadataError(f"Java serialization: unexpected type code 0x{tc:02x}", at)
 
+    def _null_or_earlier(self, tc: int, at: int, class_desc: bool = False) -> object:
+        """TC_NULL or TC_REFERENCE, read where an object or (``class_desc``) a class descriptor
+        stands: None, or what an earlier handle points at (ObjectInputStream.readNull and
+        readHandle, the same in both places; a handle to nothing, or to anything but a class
+        descriptor where one must stand, is refused)."""
+        if tc == TC_NULL:
+            return None
+        h = self.r.i32("handle") - _BASE_HANDLE
+        if class_desc and not (0 <= h < len(self.handles) and isinstance(self.handles[h], _ClassDesc)):
+            raise MetadataError("Java serialization: back reference is not a class descriptor", at)
+        if not 0 <= h < len(self.handles):
+            raise MetadataError(f"Java serialization: invalid back reference {h + _BASE_HANDLE:#x}", at)
+        return self.handles[h]
+
     def nested(self) -> object:
         self.depth += 1
         if self.depth > MAX_HANDLE_NESTING:
@@ -988,13 +1000,8 @@ class _JavaStream:
         r = self.r
         at = r.pos
         tc = r.u8("class descriptor type code")
-        if tc == TC_NULL:
-            return None
-        if tc == TC_REFERENCE:
-            h = r.i32("handle") - _BASE_HANDLE
-            if not 0 <= h < len(self.handles) or not isinstance(self.handles[h], _ClassDesc):
-                raise MetadataError("Java serialization: back reference is not a class descriptor", at)
-            return self.handles[h]  # type: ignore[return-value]
+        if tc in (TC_NULL, TC_REFERENCE):
+            return self._null_or_earlier(tc, at, class_desc=True)  # type: ignore[return-value]
         if tc == TC_PROXYCLASSDESC:
             slot = len(self.handles)
             self.handles.append(None)
