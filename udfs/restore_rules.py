@@ -173,8 +173,11 @@ def decide(
                 user_defined[usr] = (v, pos)
     msgs = profile.messages
 
-    def fail(kind: str, op_id: str, **fmt: object) -> Decision:
-        return Decision(FAILS, kind, op_id, msgs[kind].format(savepoint=savepoint_pointer, **fmt), [], outcomes)
+    def fail(kind: str, failing_id: str, **fmt: object) -> Decision:
+        # failing_id is the saved operator's ID, or the vertex's for PARALLELISM_ABOVE_MAX; each
+        # message names it by its own placeholder ({operator_id} or {jobvertex_id}).
+        message = msgs[kind].format(savepoint=savepoint_pointer, operator_id=failing_id, jobvertex_id=failing_id, **fmt)
+        return Decision(FAILS, kind, failing_id, message, [], outcomes)
 
     # (1) Checkpoints.loadAndValidateCheckpoint: file order.
     matched: dict[str, SavedOperator] = {}  # insertion = file order, like Flink's HashMap puts
@@ -190,11 +193,7 @@ def decide(
             if s.max_parallelism != v.resolved_max_parallelism() and v.max_parallelism_configured:
                 out.status = LOST
                 return fail(
-                    MAX_PARALLELISM_MISMATCH,
-                    s.operator_id,
-                    operator_id=s.operator_id,
-                    saved_max=s.max_parallelism,
-                    new_max=v.max_parallelism,
+                    MAX_PARALLELISM_MISMATCH, s.operator_id, saved_max=s.max_parallelism, new_max=v.max_parallelism
                 )
             out.status = MATCHED
             matched[s.operator_id] = s
@@ -202,7 +201,7 @@ def decide(
             out.status = SKIPPED if s.has_state else DROPPED_EMPTY
         elif s.has_state:
             out.status = LOST
-            return fail(UNMAPPED_STATE, s.operator_id, operator_id=s.operator_id)
+            return fail(UNMAPPED_STATE, s.operator_id)
         else:
             out.status = DROPPED_EMPTY
     by_id = {o.operator_id: o for o in outcomes}
@@ -214,7 +213,7 @@ def decide(
                 continue
             if not allow_non_restored_state:
                 by_id[op_id].status = LOST
-                return fail(NO_OPERATOR_FOR_STATE, op_id, operator_id=op_id)
+                return fail(NO_OPERATOR_FOR_STATE, op_id)
             # Only logged ("Skipped checkpoint state"): the state stays, and the vertex that
             # uses the user-defined ID still restores it below.
 
@@ -240,11 +239,7 @@ def decide(
         for _, s in taken:
             if s.max_parallelism < v.parallelism:
                 return fail(
-                    PARALLELISM_ABOVE_MAX,
-                    v.jobvertex_id,
-                    jobvertex_id=v.jobvertex_id,
-                    saved_max=s.max_parallelism,
-                    parallelism=v.parallelism,
+                    PARALLELISM_ABOVE_MAX, v.jobvertex_id, saved_max=s.max_parallelism, parallelism=v.parallelism
                 )
     for op_id in local:  # matched in step 1 but the vertex restored the other ID's state
         by_id[op_id].status = MATCHED_NOT_ASSIGNED
