@@ -58,17 +58,7 @@ def read_metadata_tar(path: str | Path) -> dict[str, bytes]:
 
 def saved_from_recorded(case: dict[str, Any]) -> list[rr.SavedOperator]:
     """The savepoint's operators as Flink itself read them (recorded by the harness)."""
-    return [
-        rr.SavedOperator(
-            operator_id=o["operator_id"],
-            parallelism=int(o["parallelism"]),
-            max_parallelism=int(o["max_parallelism"]),
-            has_state=bool(o["has_state"]),
-            subtask_count=-1 if o.get("fully_finished") else int(o.get("subtask_states", 0)),
-            state_size=int(o.get("state_size", 0)),
-        )
-        for o in case["savepoint"]["operators"]
-    ]
+    return [rr.SavedOperator.from_dict(o, subtask_count_key="subtask_states") for o in case["savepoint"]["operators"]]
 
 
 def saved_from_metadata(data: bytes) -> list[rr.SavedOperator]:
@@ -76,32 +66,12 @@ def saved_from_metadata(data: bytes) -> list[rr.SavedOperator]:
     from udfs.savepoint_metadata import parse_metadata  # helper H4's reader
 
     md = parse_metadata(data)
-    return [
-        rr.SavedOperator(
-            operator_id=o.operator_id,
-            parallelism=int(o.parallelism),
-            max_parallelism=int(o.max_parallelism),
-            has_state=bool(o.has_state),
-            subtask_count=-1 if o.fully_finished else int(o.subtask_count),
-            state_size=int(o.state_size),
-        )
-        for o in md.operators
-    ]
+    return [rr.SavedOperator.from_dict(vars(o)) for o in md.operators]
 
 
 def vertices_from_frame(vertices: Any) -> list[rr.NewVertex]:
     """``job_vertices`` rows (pandas) -> the rules' vertices."""
-    return [
-        rr.NewVertex(
-            jobvertex_id=r.jobvertex_id,
-            parallelism=int(r.parallelism),
-            max_parallelism=int(r.max_parallelism),
-            operator_ids=list(r.operator_ids),
-            user_operator_ids=[u if isinstance(u, str) and u else None for u in r.user_operator_ids],
-            vertex_order=int(r.vertex_order),
-        )
-        for r in vertices.itertuples(index=False)
-    ]
+    return [rr.NewVertex.from_dict(r) for r in vertices.to_dict("records")]
 
 
 def compute_vertices(spec: dict[str, Any]) -> list[rr.NewVertex]:

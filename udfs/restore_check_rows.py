@@ -37,32 +37,11 @@ def _view(items: dict[str, list[dict]], prefix: str, chaining_enabled: bool) -> 
 
 
 def saved_operators(items: list[dict]) -> list[rr.SavedOperator]:
-    rows = sorted(items, key=lambda r: r["operator_index"])
-    return [
-        rr.SavedOperator(
-            operator_id=r["operator_id"],
-            parallelism=int(r["parallelism"]),
-            max_parallelism=int(r["max_parallelism"]),
-            has_state=bool(r["has_state"]),
-            subtask_count=-1 if r.get("fully_finished") else int(r.get("subtask_count") or 0),
-            state_size=int(r.get("state_size") or 0),
-        )
-        for r in rows
-    ]
+    return [rr.SavedOperator.from_dict(r) for r in sorted(items, key=lambda r: r["operator_index"])]
 
 
 def vertices(items: list[dict]) -> list[rr.NewVertex]:
-    return [
-        rr.NewVertex(
-            jobvertex_id=r["jobvertex_id"],
-            parallelism=int(r["parallelism"]),
-            max_parallelism=int(r["max_parallelism"]),
-            operator_ids=list(r["operator_ids"]),
-            user_operator_ids=[u or None for u in r["user_operator_ids"]],
-            vertex_order=int(r["vertex_order"]),
-        )
-        for r in items
-    ]
+    return [rr.NewVertex.from_dict(r) for r in items]
 
 
 def check_rows(kinds: Iterable[str], payloads: Iterable[str], profiles: dict[str, dict]) -> list[tuple[str, str]]:

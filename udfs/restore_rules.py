@@ -21,8 +21,9 @@ What differs between Flink lines is data (:class:`RestoreProfile`, read by the p
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 RESTORES, FAILS, ERROR = "RESTORES", "FAILS", "ERROR"
 UNMAPPED_STATE = "UNMAPPED_STATE"
@@ -79,6 +80,21 @@ class SavedOperator:
     subtask_count: int = 0  # subtask states stored (Flink's getNumberCollectedStates); -1: fully finished
     state_size: int = 0
 
+    @staticmethod
+    def from_dict(row: Mapping[str, Any], subtask_count_key: str = "subtask_count") -> SavedOperator:
+        """One operator of a savepoint as its readers hold it: a ``savepoint_operators`` row, the
+        fields of the ``_metadata`` reader's ``OperatorState``, or what Flink itself read as the
+        restore harness recorded it (there the count is ``subtask_states``). A fully finished
+        operator counts -1 subtask states; a missing count or size is 0."""
+        return SavedOperator(
+            operator_id=row["operator_id"],
+            parallelism=int(row["parallelism"]),
+            max_parallelism=int(row["max_parallelism"]),
+            has_state=bool(row["has_state"]),
+            subtask_count=-1 if row.get("fully_finished") else int(row.get(subtask_count_key) or 0),
+            state_size=int(row.get("state_size") or 0),
+        )
+
 
 @dataclass(frozen=True)
 class NewVertex:
@@ -90,6 +106,19 @@ class NewVertex:
     operator_ids: Sequence[str]  # JobVertex.getOperatorIDs() order
     user_operator_ids: Sequence[str | None]
     vertex_order: int = 0
+
+    @staticmethod
+    def from_dict(row: Mapping[str, Any]) -> NewVertex:
+        """A ``job_vertices`` row, as JSON or as a pandas record: a user-defined ID that is
+        null, empty or NaN (pandas' null in an object column) is no user-defined ID."""
+        return NewVertex(
+            jobvertex_id=row["jobvertex_id"],
+            parallelism=int(row["parallelism"]),
+            max_parallelism=int(row["max_parallelism"]),
+            operator_ids=list(row["operator_ids"]),
+            user_operator_ids=[u if isinstance(u, str) and u else None for u in row["user_operator_ids"]],
+            vertex_order=int(row["vertex_order"]),
+        )
 
     def resolved_max_parallelism(self) -> int:
         """What ExecutionJobVertex.getMaxParallelism() returns before any restore."""
