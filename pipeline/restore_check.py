@@ -34,82 +34,54 @@ from pipeline import delta_sink
 from pipeline.run import Progress, compute, load_stream_tables
 from pipeline.savepoints import read_savepoint_tables
 from udfs.flink_profiles import PROFILE_DIR
-from udfs.restore_check_rows import NODE_FIELDS, check_rows
+from udfs.restore_check_rows import CHECK_KEY, NODE_FIELDS, check_rows
 from udfs.restore_fix import ALLOW_NON_RESTORED
 
 PROOF_ROUNDS = 3
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
-RESTORE_CHECKS_SCHEMA = T.StructType(
-    [
-        T.StructField("check_id", T.StringType()),
-        T.StructField("savepoint", T.StringType()),
-        T.StructField("graph_id", T.StringType()),
-        T.StructField("verdict", T.StringType()),
-        T.StructField("failure", T.StringType()),
-        T.StructField("operator_id", T.StringType()),
-        T.StructField("message", T.StringType()),
-        T.StructField("dropped_operator_ids", T.ArrayType(T.StringType())),
-    ]
-)
-MATCHES_SCHEMA = T.StructType(
-    [
-        T.StructField("check_id", T.StringType()),
-        T.StructField("savepoint", T.StringType()),
-        T.StructField("graph_id", T.StringType()),
-        T.StructField("operator_index", T.IntegerType()),
-        T.StructField("operator_id", T.StringType()),
-        T.StructField("has_state", T.BooleanType()),
-        T.StructField("state_size", T.LongType()),
-        T.StructField("saved_max_parallelism", T.IntegerType()),
-        # MATCHED | DROPPED_EMPTY | SKIPPED | LOST | MATCHED_NOT_ASSIGNED | NOT_REACHED
-        T.StructField("status", T.StringType()),
-        T.StructField("matched_via", T.StringType()),  # generated | user_defined
-        T.StructField("jobvertex_id", T.StringType()),
-        T.StructField("node_id", T.IntegerType()),
-        T.StructField("name", T.StringType()),
-        T.StructField("uid", T.StringType()),
-    ]
-)
-FIXES_SCHEMA = T.StructType(
-    [
-        T.StructField("check_id", T.StringType()),
-        T.StructField("savepoint", T.StringType()),
-        T.StructField("graph_id", T.StringType()),
-        T.StructField("operator_id", T.StringType()),  # the saved operator (or the vertex) it is about
-        T.StructField("old_node_id", T.IntegerType()),
-        T.StructField("old_name", T.StringType()),
-        T.StructField("old_uid", T.StringType()),
-        T.StructField("counterpart_node_id", T.IntegerType()),
-        T.StructField("counterpart_name", T.StringType()),
-        T.StructField("counterpart_uid", T.StringType()),
-        T.StructField("counterpart_operator_id", T.StringType()),
-        T.StructField("reasons", T.ArrayType(T.StringType())),
-        T.StructField("fix_code", T.StringType()),
-        T.StructField("patch_node_id", T.IntegerType()),
-        T.StructField("patch_field", T.StringType()),
-        T.StructField("patch_value", T.StringType()),
-    ]
-)
-PROOF_COLUMNS = [
-    T.StructField("proof_round", T.IntegerType()),  # the round that proposed it (1 = from the graph as given)
-    T.StructField("verified", T.BooleanType()),  # the graph with all of the check's fixes restores
-    T.StructField("verified_verdict", T.StringType()),
-    T.StructField("verified_failure", T.StringType()),
-]
+# The restore tables' columns that are not strings; a column name has the same type in every
+# one of them (as in the graph tables, pipeline/table_columns.py).
+_COLUMN_TYPES: dict[str, T.DataType] = {
+    **dict.fromkeys(("node_id", "old_node_id", "counterpart_node_id", "patch_node_id"), T.IntegerType()),
+    **dict.fromkeys(("operator_index", "saved_max_parallelism", "proof_round"), T.IntegerType()),
+    "state_size": T.LongType(),
+    **dict.fromkeys(("has_state", "verified"), T.BooleanType()),
+    **dict.fromkeys(("dropped_operator_ids", "reasons"), T.ArrayType(T.StringType())),
+}
+
+
+def _struct(*columns: str) -> T.StructType:
+    """The schema of rows with these columns, each of its name's type (strings unless listed)."""
+    return T.StructType([T.StructField(c, _COLUMN_TYPES.get(c, T.StringType())) for c in columns])
+
+
+RESTORE_CHECKS_SCHEMA = _struct(*CHECK_KEY, "verdict", "failure", "operator_id", "message", "dropped_operator_ids")
+MATCHES_SCHEMA = _struct(
+    *CHECK_KEY, "operator_index", "operator_id", "has_state", "state_size", "saved_max_parallelism",
+    "status",  # MATCHED | DROPPED_EMPTY | SKIPPED | LOST | MATCHED_NOT_ASSIGNED | NOT_REACHED
+    "matched_via",  # generated | user_defined
+    "jobvertex_id", "node_id", "name", "uid",
+)  # fmt: skip
+FIXES_SCHEMA = _struct(
+    *CHECK_KEY,
+    "operator_id",  # the saved operator (or the vertex) it is about
+    "old_node_id", "old_name", "old_uid",
+    "counterpart_node_id", "counterpart_name", "counterpart_uid", "counterpart_operator_id",
+    "reasons", "fix_code", "patch_node_id", "patch_field", "patch_value",
+)  # fmt: skip
+PROOF_COLUMNS = _struct(
+    "proof_round",  # the round that proposed it (1 = from the graph as given)
+    "verified",  # the graph with all of the check's fixes restores
+    "verified_verdict", "verified_failure",
+).fields  # fmt: skip
 SAVEPOINT_COLUMNS = [  # SPEC section 5, then what the reader adds
     "savepoint", "format_version", "checkpoint_id", "operator_id", "parallelism", "max_parallelism",
     "has_state", "state_size", "operator_name", "operator_uid", "operator_index", "metadata_path",
     "subtask_count", "fully_finished", "finished_subtasks", "has_coordinator_state", "has_subtask_state",
     "handle_types",
 ]  # fmt: skip
-_OUT_SCHEMA = T.StructType(
-    [
-        T.StructField("check_id", T.StringType()),
-        T.StructField("table", T.StringType()),
-        T.StructField("row", T.StringType()),
-    ]
-)
+_OUT_SCHEMA = _struct("check_id", "table", "row")
 _IN_COLS = ["check_id", "kind", "payload"]
 VERTEX_FIELDS = ["jobvertex_id", "parallelism", "max_parallelism", "operator_ids", "user_operator_ids", "vertex_order"]
 
@@ -205,7 +177,7 @@ def _decide(checks: DataFrame, sp_ops: DataFrame, graph: dict[str, DataFrame], p
             out = check_rows(pdf["kind"], pdf["payload"], profiles)
         except Exception as e:  # one check never aborts the run
             check = json.loads(pdf.loc[pdf["kind"] == "check", "payload"].iloc[0])
-            row = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id")}
+            row = {k: check.get(k) for k in CHECK_KEY}
             row.update(verdict="ERROR", failure=f"internal error: {type(e).__name__}: {e}", dropped_operator_ids=[])
             out = [("restore_checks", json.dumps(row))]
         return pd.DataFrame({"check_id": cid, "table": [t for t, _ in out], "row": [r for _, r in out]})

@@ -19,6 +19,8 @@ from udfs import restore_fix as rf
 from udfs import restore_rules as rr
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy"]
+# The columns every result row starts with, whichever table it belongs to.
+CHECK_KEY = ("check_id", "savepoint", "graph_id")
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
@@ -50,7 +52,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], profiles: dict[str
     for k, p in zip(kinds, payloads, strict=True):
         items.setdefault(k, []).append(json.loads(p))
     check = items["check"][0]
-    head = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id")}
+    head = {k: check.get(k) for k in CHECK_KEY}
 
     def result(verdict: str, failure: str | None, op: str | None, msg: str | None, dropped: list[str]) -> tuple:
         row = {**head, "verdict": verdict, "failure": failure, "operator_id": op, "message": msg,
