@@ -22,7 +22,8 @@ import java.util.zip.GZIPOutputStream;
  *
  * <pre>
  * generate --seed S --count N --out FILE.jsonl[.gz] [--min-size A] [--max-size B] [--start I] [--batch] [--sql]
- * time     --seed S --count N ...
+ *          [--long-chain [--chain-min A] [--chain-max B]]
+ * time     --seed S --count N ... | --plan FILE
  * export   --main-class CLASS [--jar JAR] [--classpath DIR_OR_JAR]... [-p N] [-D k=v]... [--config FILE] ...
  * selfcheck
  * version
@@ -92,7 +93,13 @@ public final class Main {
                         + "           (--batch: programs in execution.runtime-mode=BATCH, bounded sources; Flink 1.15+)\n"
                         + "           (--sql: random Table/SQL programs (datagen -> joins, aggregations, windows ... -> blackhole/print),\n"
                         + "            captured at submission; with --batch in BATCH mode; Flink 1.15+)\n"
-                        + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]\n"
+                        + "           [--long-chain [--chain-min A] [--chain-max B]]\n"
+                        + "           (--long-chain: DataStream programs shaped like a compiled SQL job: table sources, runs of\n"
+                        + "            chained Calc-like steps between keyBy/rebalance/global/join exchanges, sinks; the longest\n"
+                        + "            chain has between A and B operators (default 50-500, uniform per program, A >= 10);\n"
+                        + "            --min-size/--max-size do not apply; ids flink-<line>-longchain-s<seed>-<index>)\n"
+                        + "  time --seed S --count N [--min-size A] [--max-size B] [--start I] [--long-chain ...] [--warmup W]\n"
+                        + "  time --seed S --plan FILE [--warmup W]   (lines \"start count min max [generate options]\")\n"
                         + "  "
                         + UserJobExport.USAGE
                         + "\n"
@@ -151,6 +158,27 @@ public final class Main {
         return Math.max(min, Math.min(max, t));
     }
 
+    /** Longest chain (operators) of long-chain program {@code index}: uniform in [min, max]. */
+    static int longChainTarget(Random r, int min, int max) {
+        return min + r.nextInt(max - min + 1);
+    }
+
+    /** --long-chain's --chain-min/--chain-max (defaults 50/500), checked. */
+    static int[] chainRange(Map<String, String> o) {
+        int a = Integer.parseInt(o.getOrDefault("chain-min", "50"));
+        int b = Integer.parseInt(o.getOrDefault("chain-max", "500"));
+        if (a < 10 || b < a) {
+            throw new IllegalArgumentException("--chain-min must be at least 10 and at most --chain-max");
+        }
+        return new int[] {a, b};
+    }
+
+    static String graphId(String line, long seed, int index, boolean sql, boolean batch, boolean longChain) {
+        return String.format(
+                "flink-%s-%s%s%ss%d-%05d",
+                line, sql ? "sql-" : "", batch ? "batch-" : "", longChain ? "longchain-" : "", seed, index);
+    }
+
     static void generate(String[] args) throws Exception {
         Map<String, String> o = opts(args);
         long seed = Long.parseLong(o.getOrDefault("seed", "1"));
@@ -161,8 +189,13 @@ public final class Main {
         String out = o.get("out");
         boolean batch = Boolean.parseBoolean(o.getOrDefault("batch", "false"));
         boolean sql = Boolean.parseBoolean(o.getOrDefault("sql", "false"));
+        boolean longChain = Boolean.parseBoolean(o.getOrDefault("long-chain", "false"));
         if (out == null) {
             throw new IllegalArgumentException("--out is required");
+        }
+        int[] chain = longChain ? chainRange(o) : null;
+        if (longChain && (sql || batch)) {
+            throw new IllegalArgumentException("--long-chain makes STREAMING DataStream programs: not with --sql or --batch");
         }
         if (sql) {
             try {
@@ -180,15 +213,20 @@ public final class Main {
         try (Writer w = open(out)) {
             for (int i = start; i < start + count; i++) {
                 long cs = caseSeed(seed, i);
-                int target = targetSize(new Random(cs), min, max);
-                String graphId =
-                        String.format(
-                                "flink-%s-%s%ss%d-%05d", line, sql ? "sql-" : "", batch ? "batch-" : "", seed, i);
+                int target =
+                        longChain
+                                ? longChainTarget(new Random(cs), chain[0], chain[1])
+                                : targetSize(new Random(cs), min, max);
+                String graphId = graphId(line, seed, i, sql, batch, longChain);
                 Map<String, Object> rec = null;
                 for (int attempt = 0; attempt < 50 && rec == null; attempt++) {
                     long s = attempt == 0 ? cs : caseSeed(cs, attempt);
                     try {
-                        rec = sql ? sqlOne(graphId, seed, i, s, batch) : one(compat, graphId, seed, i, s, target, batch);
+                        rec = sql
+                                ? sqlOne(graphId, seed, i, s, batch)
+                                : longChain
+                                        ? longChainOne(compat, graphId, seed, i, s, target)
+                                        : one(compat, graphId, seed, i, s, target, batch);
                     } catch (Throwable t) {
                         retries++;
                         String k = t.getClass().getSimpleName() + ": " + String.valueOf(t.getMessage());
@@ -273,6 +311,44 @@ public final class Main {
         meta.put("program", new ArrayList<>(g.program));
         rec.put("meta", meta);
         return rec;
+    }
+
+    /**
+     * A long-chain program (LongChainGenerator): exported, Flink's answer, and the check that the
+     * largest job vertex has exactly {@code longest} operators (otherwise this attempt throws and
+     * the case is retried, in {@code time} too).
+     */
+    static Map<String, Object> longChainOne(
+            Compat compat, String graphId, long seed, int index, long caseSeed, int longest) {
+        LongChainGenerator g = new LongChainGenerator(compat, caseSeed);
+        StreamGraph sg = g.build(longest);
+        sg.setJobName(graphId);
+        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
+        Map<String, Object> exp = JobGraphExpected.compute(sg);
+        checkLongChain(rec, exp, longest);
+        rec.put("expected", exp);
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("seed", seed);
+        meta.put("index", index);
+        meta.put("case_seed", caseSeed);
+        meta.put("kind", "long-chain");
+        meta.put("longest_chain", longest);
+        meta.put("program", new ArrayList<>(g.program));
+        rec.put("meta", meta);
+        return rec;
+    }
+
+    /** The sanity check of every program plus: Flink's largest job vertex has {@code longest} operators. */
+    static void checkLongChain(Map<String, Object> rec, Map<String, Object> exp, int longest) {
+        String problem = JobGraphExpected.check(rec, exp);
+        if (problem != null) {
+            throw new IllegalStateException("sanity check failed: " + problem);
+        }
+        int got = LongChainGenerator.longestChain(exp);
+        if (got != longest) {
+            throw new IllegalStateException("long chain: Flink's longest chain has " + got + " operators, wanted " + longest
+                    + (exp.containsKey("error") ? " (" + exp.get("error") + ")" : ""));
+        }
     }
 
     /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/modern). */

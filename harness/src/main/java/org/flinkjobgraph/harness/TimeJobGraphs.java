@@ -17,9 +17,10 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * {@code time --seed S --count N [--min-size A] [--max-size B] [--start I] [--warmup W]} (or
- * {@code time --seed S --plan FILE}, one {@code "start count min max"} line per generate call,
- * all timed in one JVM with one warm-up): Flink's
+ * {@code time --seed S --count N [--min-size A] [--max-size B] [--start I] [--long-chain [--chain-min A]
+ * [--chain-max B]] [--warmup W]} (or {@code time --seed S --plan FILE}, one {@code "start count min max
+ * [generate options]"} line per generate call, e.g. {@code "1000000 100 2 560 --long-chain --chain-min 50
+ * --chain-max 500"}, all timed in one JVM with one warm-up): Flink's
  * own cost of the JobGraph for the programs {@code generate} writes with the same arguments.
  *
  * <p>Each case is rebuilt exactly as {@link Main#generate} builds it (same case seed, same target
@@ -49,18 +50,37 @@ final class TimeJobGraphs {
         int retries;
     }
 
-    /** One {@code generate} invocation's cases: --start, --count, --min-size, --max-size. */
+    /**
+     * One {@code generate} invocation's cases: --start, --count, --min-size, --max-size and
+     * --long-chain (with --chain-min/--chain-max: then {@code min}/{@code max} are the chain range).
+     */
     private static final class Chunk {
         final int start;
         final int count;
         final int min;
         final int max;
+        final boolean longChain;
 
-        Chunk(int start, int count, int min, int max) {
+        Chunk(int start, int count, int min, int max, boolean longChain) {
             this.start = start;
             this.count = count;
             this.min = min;
             this.max = max;
+            this.longChain = longChain;
+        }
+
+        /** The chunk of "start count min max" and the generate options that follow them. */
+        static Chunk of(int start, int count, int min, int max, Map<String, String> o) {
+            for (String k : o.keySet()) {
+                if (!k.equals("long-chain") && !k.equals("chain-min") && !k.equals("chain-max")) {
+                    throw new IllegalArgumentException("time: generate option --" + k + " is not supported in a plan");
+                }
+            }
+            if (Boolean.parseBoolean(o.getOrDefault("long-chain", "false"))) {
+                int[] range = Main.chainRange(o);
+                return new Chunk(start, count, range[0], range[1], true);
+            }
+            return new Chunk(start, count, min, max, false);
         }
     }
 
@@ -77,15 +97,23 @@ final class TimeJobGraphs {
                     continue;
                 }
                 String[] f = ln.split("\\s+");
-                chunks.add(new Chunk(Integer.parseInt(f[0]), Integer.parseInt(f[1]),
-                        Integer.parseInt(f[2]), Integer.parseInt(f[3])));
+                Map<String, String> extra = Main.opts(java.util.Arrays.copyOfRange(f, 4, f.length));
+                chunks.add(Chunk.of(Integer.parseInt(f[0]), Integer.parseInt(f[1]),
+                        Integer.parseInt(f[2]), Integer.parseInt(f[3]), extra));
             }
         } else {
-            chunks.add(new Chunk(
+            Map<String, String> extra = new LinkedHashMap<>();
+            for (String k : new String[] {"long-chain", "chain-min", "chain-max"}) {
+                if (o.containsKey(k)) {
+                    extra.put(k, o.get(k));
+                }
+            }
+            chunks.add(Chunk.of(
                     Integer.parseInt(o.getOrDefault("start", "0")),
                     Integer.parseInt(o.getOrDefault("count", "100")),
                     Integer.parseInt(o.getOrDefault("min-size", "2")),
-                    Integer.parseInt(o.getOrDefault("max-size", "560"))));
+                    Integer.parseInt(o.getOrDefault("max-size", "560")),
+                    extra));
         }
         Compat compat = new CompatImpl();
         String line = StreamGraphSpecExporter.flinkLine();
@@ -95,7 +123,7 @@ final class TimeJobGraphs {
         int w = 0;
         for (Chunk c : chunks) {
             for (int i = c.start; i < c.start + c.count && w < warmup; i++, w++) {
-                one(compat, line, seed, i, c.min, c.max);
+                one(compat, line, seed, i, c);
             }
         }
 
@@ -109,7 +137,7 @@ final class TimeJobGraphs {
         List<Long> per = new ArrayList<>();
         for (Chunk c : chunks) {
             for (int i = c.start; i < c.start + c.count; i++) {
-                Timed t = one(compat, line, seed, i, c.min, c.max);
+                Timed t = one(compat, line, seed, i, c);
                 total += t.nanos;
                 cpu += t.cpuNanos;
                 nodes += t.nodes;
@@ -143,8 +171,8 @@ final class TimeJobGraphs {
         if (chunks.size() == 1) {
             Chunk c = chunks.get(0);
             out.put("start", c.start);
-            out.put("min_size", c.min);
-            out.put("max_size", c.max);
+            out.put(c.longChain ? "chain_min" : "min_size", c.min);
+            out.put(c.longChain ? "chain_max" : "max_size", c.max);
         } else {
             out.put("chunks", chunks.size());
         }
@@ -171,15 +199,17 @@ final class TimeJobGraphs {
     }
 
     /** Case {@code i}: the same attempt loop as Main.generate / Main.one, timing createJobGraph. */
-    private static Timed one(Compat compat, String line, long seed, int i, int min, int max) {
+    private static Timed one(Compat compat, String line, long seed, int i, Chunk c) {
         long cs = Main.caseSeed(seed, i);
-        int target = Main.targetSize(new Random(cs), min, max);
-        String graphId = String.format("flink-%s-s%d-%05d", line, seed, i);
+        int target = c.longChain
+                ? Main.longChainTarget(new Random(cs), c.min, c.max)
+                : Main.targetSize(new Random(cs), c.min, c.max);
+        String graphId = Main.graphId(line, seed, i, false, false, c.longChain);
         int retries = 0;
         for (int attempt = 0; attempt < 50; attempt++) {
             long s = attempt == 0 ? cs : Main.caseSeed(cs, attempt);
             try {
-                Timed t = attempt(compat, graphId, s, target);
+                Timed t = attempt(compat, graphId, s, target, c.longChain);
                 t.retries = retries;
                 return t;
             } catch (Throwable t) {
@@ -189,9 +219,10 @@ final class TimeJobGraphs {
         throw new IllegalStateException("no valid program for " + graphId);
     }
 
-    private static Timed attempt(Compat compat, String graphId, long caseSeed, int target) {
-        Generator g = new Generator(compat, caseSeed);
-        StreamGraph sg = g.build(target);
+    private static Timed attempt(Compat compat, String graphId, long caseSeed, int target, boolean longChain) {
+        StreamGraph sg = longChain
+                ? new LongChainGenerator(compat, caseSeed).build(target)
+                : new Generator(compat, caseSeed).build(target);
         sg.setJobName(graphId);
         // as in Main.one: export first (it is what the fleet file holds), then Flink's answer
         Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
@@ -218,9 +249,13 @@ final class TimeJobGraphs {
         } else {
             exp = JobGraphExpected.read(sg, jg);
         }
-        String problem = JobGraphExpected.check(rec, exp);
-        if (problem != null) {
-            throw new IllegalStateException("sanity check failed: " + problem);
+        if (longChain) {
+            Main.checkLongChain(rec, exp, target); // as Main.longChainOne: same retries
+        } else {
+            String problem = JobGraphExpected.check(rec, exp);
+            if (problem != null) {
+                throw new IllegalStateException("sanity check failed: " + problem);
+            }
         }
         return t;
     }
