@@ -13,12 +13,12 @@ import pytest
 from pipeline.fused import _batch_frames
 from udfs import graph_batch
 from udfs.chaining_rules import evaluate_edge_rules
-from udfs.graph_steps import edge_rule_rows
 from udfs.spec_contract import ContractError, parse_graph
 
 from .conftest import vector_files
+from .oracles.edge_rule_merges import edge_rule_rows
 
-FLAGS = list(graph_batch.FLAG_COLUMNS)
+FLAGS = ["chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive"]
 
 
 def _parsed(path):

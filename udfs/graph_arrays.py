@@ -61,3 +61,60 @@ class GraphArrays:
             out_edges[s].append(e)
             in_edges[t].append(e)
         return cls(node_ids, nodes, edges, src, dst, out_edges, in_edges)
+
+
+@dataclass
+class BatchGraph:
+    """All graphs of a batch as one graph of disjoint parts: nodes sorted by (graph, node id),
+    edges by (graph, edge_idx), so each graph is one contiguous slice of both; in- and
+    out-edge lists as CSR arrays in creation order.
+
+    This is the shape of the supersteps of :mod:`udfs.hash_layers`: one step is a few numpy
+    operations over the frontier of every graph of the batch at once, where a per-graph loop
+    would pay Python's cost per node."""
+
+    code: np.ndarray  # graph code of each node, non-decreasing
+    graphs: int  # number of graph codes
+    src: np.ndarray  # node index of each edge's source
+    dst: np.ndarray  # node index of each edge's target
+    in_ptr: np.ndarray  # in-edges of node v: in_eid[in_ptr[v]:in_ptr[v + 1]]
+    in_eid: np.ndarray
+    out_ptr: np.ndarray
+    out_eid: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.code)
+
+    @classmethod
+    def build(cls, code: np.ndarray, graphs: int, src: np.ndarray, dst: np.ndarray) -> BatchGraph:
+        n = len(code)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        # a stable sort keeps each node's edges in creation (edge_idx) order
+        in_eid = np.argsort(dst, kind="stable")
+        out_eid = np.argsort(src, kind="stable")
+        in_ptr = np.zeros(n + 1, dtype=np.int64)
+        out_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(dst, minlength=n), out=in_ptr[1:])
+        np.cumsum(np.bincount(src, minlength=n), out=out_ptr[1:])
+        return cls(np.asarray(code, dtype=np.int64), graphs, src, dst, in_ptr, in_eid, out_ptr, out_eid)
+
+    def in_edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """In-edges of ``nodes`` (each node's in creation order, nodes in the given order) and,
+        for each, the position in ``nodes`` of the node it belongs to."""
+        return _gather(self.in_ptr, self.in_eid, nodes)
+
+    def out_edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _gather(self.out_ptr, self.out_eid, nodes)
+
+
+def _gather(ptr: np.ndarray, eid: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = ptr[nodes]
+    lens = ptr[nodes + 1] - starts
+    total = int(lens.sum())
+    owner = np.repeat(np.arange(len(nodes)), lens)
+    if total == 0:
+        return eid[:0], owner
+    offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+    return eid[np.repeat(starts, lens) + offsets], owner

@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
-from udfs.graph_arrays import Columns, GraphArrays
-from udfs.graph_steps import flink_rejection, hash_arrays, job_graph_arrays
-from udfs.hash_layers import HashingError
+from udfs.graph_arrays import BatchGraph, Columns, GraphArrays
+from udfs.graph_steps import flink_rejection, job_graph_arrays
+from udfs.hash_layers import BatchHashes, hash_batch
+from udfs.murmur3 import to_hex
 from udfs.spec_contract import NODE_COLUMNS
+from udfs.yielding_rule import apply_yielding_rule
 
 NODE_INPUT_COLUMNS = tuple(NODE_COLUMNS)
 EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number")
-FLAG_COLUMNS = ("chainable_input", "chainable_local", "hasher_chainable_local", "yield_sensitive")
 
 # Seconds per step of the batch inside the Python worker, reported as ``timing`` rows (the
 # Spark stage that runs this is one stage, so its wall time alone would not say where the
@@ -105,6 +106,7 @@ def compute_batch(
     edges: pd.DataFrame,
     clock: StepClock | None = None,
     raise_in_graph: str | None = None,
+    isolate: bool = True,
 ) -> BatchRows:
     """All output rows of a batch of contract-checked graphs (``graphs`` one row each,
     with source_file; ``nodes``/``edges`` their stream-table rows, in any order).
@@ -113,7 +115,8 @@ def compute_batch(
     row with the traceback; the batch's other graphs are computed as usual. Graph ids must
     be unique in a batch (a node finds its graph by id): callers take repeated ids out
     first and report them as DUPLICATE_GRAPH_ID. ``raise_in_graph`` names a graph whose
-    steps raise on purpose (a test hook, see :func:`pipeline.fused.rows_from_texts`)."""
+    steps raise on purpose (a test hook, see :func:`pipeline.fused.rows_from_texts`);
+    ``isolate=False`` lets such an exception propagate instead (one graph's callers)."""
     clock = clock or StepClock()
     t = time.perf_counter()
     graphs = graphs.reset_index(drop=True)
@@ -134,53 +137,76 @@ def compute_batch(
     up = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["source"]))
     down = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["target"]))
     flags = evaluate_edge_rules(edge_rule_frame(graphs, ncols, ecols, up, down))
-    ecols.update({c: flags[c].to_numpy(bool) for c in FLAG_COLUMNS})
     del ecols["_code"]
     node_start, node_end = _code_ranges(node_codes, len(graphs))
     edge_start, edge_end = _code_ranges(edge_codes[eorder], len(graphs))
     t = clock.add("chainability", t)
 
+    hashed = _hash_step(BatchGraph.build(node_codes, len(graphs), up, down), ncols, ecols, flags)
+    t = clock.add("hashing", t)
+
     out: BatchRows = {}
     for i, graph in enumerate(graphs.to_dict("records")):
         gid = graph["graph_id"]
         a, b, c, d = node_start[i], node_end[i], edge_start[i], edge_end[i]
+        n = int(b - a)
         try:
             if gid == raise_in_graph:
                 raise RuntimeError(f"testing.raise_in_graph names graph {gid!r}: raising inside its per-graph steps")
-            g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
-            rows = graph_rows(g, graph, clock)
+            error = hashed.errors.get(i)
+            if error is not None:
+                rows = {"graph": {"source_file": [graph.get("source_file")], "node_count": [n]}}
+                rows["error"] = _error(error.code, str(error), graph.get("source_file"))
+            else:
+                g = GraphArrays.from_columns(
+                    {k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()}
+                )
+                stats = {
+                    "bfs_levels": [len(hashed.traversal.frontier_sizes[i])],
+                    "hash_layers": [int(hashed.layers[i])],
+                    "frontier_sizes": [hashed.traversal.frontier_sizes[i]],
+                }
+                rows = graph_rows(g, graph, stats)
         except Exception:
-            n = int(b - a)
+            if not isolate:
+                raise
             rows = {"graph": {"source_file": [graph.get("source_file")], "node_count": [n]}}
             rows["error"] = _error("INTERNAL_ERROR", _traceback_message(), graph.get("source_file"))
         for kind, cols in rows.items():
-            n = len(next(iter(cols.values())))
-            cols["graph_id"] = np.full(n, gid, dtype=object)
+            k = len(next(iter(cols.values())))
+            cols["graph_id"] = np.full(k, gid, dtype=object)
             out.setdefault(kind, []).append(cols)
+    clock.add("vertices+edges", t)
     return out
 
 
-def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Columns]:
-    """One graph's rows by kind (without graph_id); a rejected graph yields an error row."""
+def _hash_step(bg: BatchGraph, ncols: Columns, ecols: Columns, flags: pd.DataFrame) -> BatchHashes:
+    """The yielding rule's vetoes, then every hash of the batch (:mod:`udfs.hash_layers`);
+    adds the hash columns to ``ncols`` and the final chainable flags to ``ecols``."""
+    veto = apply_yielding_rule(
+        bg, flags["chainable_local"].to_numpy(bool), flags["yield_sensitive"].to_numpy(bool), ncols["source_kind"]
+    )
+    hasher_chainable = flags["hasher_chainable_local"].to_numpy(bool) & ~veto
+    ecols["chainable"] = flags["chainable_local"].to_numpy(bool) & ~veto
+    ecols["chainable_input"] = flags["chainable_input"].to_numpy(bool) & ~veto
+    is_source = np.asarray(ncols["is_source"], dtype=bool)
+    hashed = hash_batch(bg, ncols["node_id"], np.asarray(ncols["uid"], dtype=object), is_source, hasher_chainable)
+    position = hashed.traversal.position
+    ncols["operator_id"] = np.array(to_hex(hashed.hashes), dtype=object)
+    has_uid = pd.notna(ncols["uid"])
+    ncols["hash_source"] = np.where(has_uid, "uid", "generated").astype(object)
+    ncols["hash_position"] = position
+    ncols["hash_level"] = hashed.traversal.level
+    return hashed
+
+
+def graph_rows(g: GraphArrays, graph: dict, stats_row: dict) -> dict[str, Columns]:
+    """One hashed graph's rows by kind (without graph_id); a graph Flink rejects yields an
+    error row."""
     source_file = graph.get("source_file")
     summary = {"source_file": [source_file], "node_count": [g.n]}
-    t = time.perf_counter()
-    try:
-        node_out, edge_out, stats = hash_arrays(g)
-    except HashingError as e:
-        clock.add("hashing", t)
-        return {"graph": summary, "error": _error(e.code, str(e), source_file)}
-    t = clock.add("hashing", t)
-    g.nodes.update(node_out)
-    g.edges.update(edge_out)
     operators, vertices, job_edges = job_graph_arrays(g, graph)
     rejection = flink_rejection(graph, vertices, job_edges)
-    clock.add("vertices+edges", t)
-    stats_row = {
-        "bfs_levels": [stats["bfs_levels"]],
-        "hash_layers": [stats["hash_layers"]],
-        "frontier_sizes": [list(stats["frontier_sizes"])],
-    }
     if rejection is not None:
         return {"graph": summary, "stats": stats_row, "error": _error("FLINK_REJECTED", rejection, source_file)}
     # Operator-ID lists travel as comma-joined text (an id is hex; "" stands for a null
@@ -188,13 +214,13 @@ def graph_rows(g: GraphArrays, graph: dict, clock: StepClock) -> dict[str, Colum
     # a third of the cost of handing the rows to Spark. Spark splits them again.
     vertices["operator_ids_text"] = [",".join(ids) for ids in vertices.pop("operator_ids")]
     vertices["user_operator_ids_text"] = [",".join(i or "" for i in ids) for ids in vertices.pop("user_operator_ids")]
-    operators["hash_source"] = node_out["hash_source"]
-    operators["hash_position"] = node_out["hash_position"]
+    operators["hash_source"] = g.nodes["hash_source"]
+    operators["hash_position"] = g.nodes["hash_position"]
     operators["flink_version"] = np.full(g.n, graph["flink_version"], dtype=object)
     # The chainable edges createChain follows: all but those out of a FLIP-27 source that
     # runs inside its HEAD_WITH_SOURCES target (Flink enters that chain at the target), so
     # each connected component is one chain with its head as the root.
-    chainable = edge_out["chainable"] & operators["in_vertex_operator_ids"][g.src]
+    chainable = np.asarray(g.edges["chainable"], dtype=bool) & operators["in_vertex_operator_ids"][g.src]
     chain_edges = {"source_node_id": g.node_ids[g.src[chainable]], "target_node_id": g.node_ids[g.dst[chainable]]}
     return {
         "graph": summary,

@@ -1,10 +1,8 @@
-"""The per-graph steps after the chaining rules: hashing (yielding rule, traversal,
-layer-by-layer hashes) and the JobGraph (createChain walk, vertices, job edges, Flink's own
-rejections), on one graph's numpy arrays (:class:`GraphArrays`).
+"""The per-graph steps after hashing: the JobGraph (createChain walk, vertices, job edges,
+Flink's own rejections), on one graph's numpy arrays (:class:`GraphArrays`).
 
-:func:`udfs.graph_batch.compute_batch` runs them for every graph of a batch; the frame
-wrappers (:func:`hash_graph`, :func:`build_job_graph`) serve :mod:`udfs.single_graph`.
-None of them touches Spark.
+:func:`udfs.graph_batch.compute_batch` runs them for every hashed graph of a batch. None of
+them touches Spark.
 """
 
 from __future__ import annotations
@@ -13,73 +11,8 @@ import numpy as np
 import pandas as pd
 
 from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
-from udfs.chaining_rules import NODE_RULE_ATTRS
 from udfs.flink_profiles import batch_rules, load_profile
 from udfs.graph_arrays import Columns, GraphArrays
-from udfs.hash_layers import check_uid_collisions, propagate_hashes, traversal_positions
-from udfs.murmur3 import to_hex
-from udfs.yielding_rule import apply_yielding_rule
-
-
-def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFrame) -> pd.DataFrame:
-    """Edges joined with both end nodes and their graph: the input of the rule UDF."""
-    node_cols = ["graph_id", "node_id", *NODE_RULE_ATTRS]
-    nd = nodes[node_cols]
-    up = nd.add_prefix("up_").rename(columns={"up_graph_id": "graph_id", "up_node_id": "source"})
-    down = nd.add_prefix("down_").rename(columns={"down_graph_id": "graph_id", "down_node_id": "target"})
-    df = edges.merge(up, on=["graph_id", "source"]).merge(down, on=["graph_id", "target"])
-    df["down_in_degree"] = df.groupby(["graph_id", "target"])["edge_idx"].transform("size")
-    df["same_type_in_edges"] = df.groupby(["graph_id", "target", "type_number"])["edge_idx"].transform("size")
-    g = graphs[
-        ["graph_id", "flink_version", "chaining_enabled", "chain_operators_with_different_max_parallelism", "dynamic"]
-    ]
-    g = g.rename(columns={"chain_operators_with_different_max_parallelism": "chain_different_max_parallelism"})
-    return df.merge(g, on="graph_id").sort_values(["graph_id", "edge_idx"]).reset_index(drop=True)
-
-
-def hash_arrays(g: GraphArrays) -> tuple[Columns, Columns, dict]:
-    """Yielding rule, traversal order and layer-by-layer hashes for one graph.
-
-    ``g.edges`` carries the rule flags of :mod:`udfs.chaining_rules`. Returns node columns
-    (operator_id, hash_source, hash position/level, aligned with ``g.node_ids``), edge
-    columns (final chainable flags, in spec order) and superstep statistics.
-    """
-    e = g.edges
-    yield_sensitive = np.asarray(e["yield_sensitive"], dtype=bool)
-    chainable_local = np.asarray(e["chainable_local"], dtype=bool)
-    veto = apply_yielding_rule(g, chainable_local, yield_sensitive)
-    chainable = chainable_local & ~veto
-    chainable_input = np.asarray(e["chainable_input"], dtype=bool) & ~veto
-    hasher_chainable = np.asarray(e["hasher_chainable_local"], dtype=bool) & ~veto
-
-    uids = g.nodes["uid"].tolist()
-    has_uid = pd.notna(g.nodes["uid"])
-    is_source = np.asarray(g.nodes["is_source"], dtype=bool)
-    trav = traversal_positions(g, has_uid, is_source)
-    chainable_outs = np.bincount(g.src[hasher_chainable], minlength=g.n)
-    hashes, layers = propagate_hashes(g, has_uid, uids, trav.position, chainable_outs)
-    check_uid_collisions(hashes, has_uid, trav.position, uids)
-
-    node_out = {
-        "operator_id": np.array(to_hex(hashes), dtype=object),
-        "hash_source": np.where(has_uid, "uid", "generated").astype(object),
-        "hash_position": trav.position,
-        "hash_level": trav.level,
-    }
-    edge_out = {"chainable": chainable, "chainable_input": chainable_input}
-    stats = {"bfs_levels": len(trav.frontier_sizes), "frontier_sizes": trav.frontier_sizes, "hash_layers": layers}
-    return node_out, edge_out, stats
-
-
-def hash_graph(nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """:func:`hash_arrays` for one graph given as frames, with graph_id/node_id/edge_idx keys."""
-    g = GraphArrays.build(nodes, edges)
-    node_out, edge_out, stats = hash_arrays(g)
-    nodes_df = pd.DataFrame({"graph_id": g.nodes["graph_id"], "node_id": g.node_ids, **node_out})
-    edges_df = pd.DataFrame(
-        {"graph_id": g.edges["graph_id"], "edge_idx": g.edges["edge_idx"].astype(np.int64), **edge_out}
-    )
-    return nodes_df, edges_df, stats
 
 
 def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Columns]:
@@ -236,15 +169,6 @@ def dynamic_vertex_parallelism(
         if maxes:
             maxp[members] = min(maxes)
     return par, maxp
-
-
-def build_job_graph(
-    nodes: pd.DataFrame, edges: pd.DataFrame, graph: dict
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """:func:`job_graph_arrays` for one graph given as frames, each with a graph_id column."""
-    operators, vertices, job_edges = job_graph_arrays(GraphArrays.build(nodes, edges), graph)
-    gid = graph["graph_id"]
-    return tuple(pd.DataFrame({"graph_id": gid, **cols}) for cols in (operators, vertices, job_edges))
 
 
 def _as_bool(value) -> bool:

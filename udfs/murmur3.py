@@ -19,20 +19,35 @@ HASH_BYTES = 16
 
 
 def uid_hashes(uids: list[str]) -> np.ndarray:
-    """``hasher.putString(uid, UTF_8)``: murmur3 of the uid's UTF-8 bytes."""
-    out = np.empty((len(uids), HASH_BYTES), dtype=np.uint8)
-    for i, uid in enumerate(uids):
-        out[i] = np.frombuffer(mmh3.hash_bytes(uid.encode("utf-8"), 0, True), dtype=np.uint8)
-    return out
+    """``hasher.putString(uid, UTF_8)``: murmur3 of the uid's UTF-8 bytes (each distinct uid
+    hashed once)."""
+    distinct = {u: i for i, u in enumerate(dict.fromkeys(uids))}
+    table = np.frombuffer(b"".join(mmh3.hash_bytes(u.encode("utf-8"), 0, True) for u in distinct), dtype=np.uint8)
+    table = table.reshape(-1, HASH_BYTES)
+    return table[[distinct[u] for u in uids]] if uids else np.empty((0, HASH_BYTES), dtype=np.uint8)
 
 
 def generated_base_hashes(positions: np.ndarray, chainable_outs: np.ndarray) -> np.ndarray:
-    """The node-local part of a generated hash, before input hashes are folded in."""
-    out = np.empty((len(positions), HASH_BYTES), dtype=np.uint8)
-    for i, (pos, k) in enumerate(zip(positions.tolist(), chainable_outs.tolist(), strict=False)):
-        data = struct.pack("<i", pos) * (1 + k)
-        out[i] = np.frombuffer(mmh3.hash_bytes(data, 0, True), dtype=np.uint8)
-    return out
+    """The node-local part of a generated hash, before input hashes are folded in.
+
+    It depends on (position, chainable outputs) alone, and across a batch of graphs few
+    such pairs are distinct (positions restart at 0 in every graph): murmur3 runs once per
+    distinct pair and the rows are gathered from that table."""
+    if not len(positions):
+        return np.empty((0, HASH_BYTES), dtype=np.uint8)
+    positions = np.asarray(positions, dtype=np.int64)
+    outs = np.asarray(chainable_outs, dtype=np.int64)
+    span = int(outs.max()) + 1  # one int64 key per pair: positions and counts are Java ints
+    distinct, inverse = np.unique((positions - positions.min()) * span + outs, return_inverse=True)
+    pos = distinct // span + positions.min()
+    table = np.frombuffer(
+        b"".join(
+            mmh3.hash_bytes(struct.pack("<i", p) * (1 + k), 0, True)
+            for p, k in zip(pos.tolist(), (distinct % span).tolist(), strict=True)
+        ),
+        dtype=np.uint8,
+    ).reshape(-1, HASH_BYTES)
+    return table[inverse.reshape(-1)]
 
 
 def fold_inputs(base: np.ndarray, inputs: list[np.ndarray]) -> np.ndarray:

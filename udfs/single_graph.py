@@ -1,8 +1,9 @@
-"""The per-graph steps composed for ONE graph in plain pandas, without Spark.
+"""One graph through the pipeline's own per-batch computation, without Spark.
 
-The pipeline never runs this (its stages run the same steps over DataFrames); it is for
-unit tests on hand-built graphs and for the fast development loop of
-``scripts/dev_check.py``, where starting Spark would cost more than the work.
+:func:`compute_one` is :func:`udfs.graph_batch.compute_batch` on a batch of one graph --
+the very code the Spark workers run -- with its rows turned back into frames. It serves unit
+tests on hand-built graphs, the restore cases' what-if graphs and the fast development loop
+of ``scripts/dev_check.py``, where starting Spark would cost more than the work.
 """
 
 from __future__ import annotations
@@ -11,37 +12,32 @@ from typing import Any
 
 import pandas as pd
 
-from udfs.chaining_rules import evaluate_edge_rules
-from udfs.graph_steps import build_job_graph, edge_rule_rows, flink_rejection, hash_graph
+from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, compute_batch, concat_columns
 from udfs.hash_layers import HashingError
-from udfs.spec_contract import parse_graph
-
-EDGE_FRAME_COLUMNS = [
-    "graph_id",
-    "edge_idx",
-    "source",
-    "target",
-    "partitioner",
-    "exchange_mode",
-    "type_number",
-    "output_tag",
-]
+from udfs.spec_contract import GRAPH_COLUMNS, parse_graph
 
 
 def compute_one(obj: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(nodes with operator_id, operators, vertices, job_edges); raises on a rejected graph."""
+    """(nodes with operator_id, operators, vertices, job_edges) of one spec graph; raises
+    :class:`udfs.spec_contract.ContractError` on a contract breach and
+    :class:`udfs.hash_layers.HashingError` (its code the error row's) when Flink would not
+    build it."""
     pg = parse_graph(obj)
+    graph = {c: pg.graph.get(c) for c in GRAPH_COLUMNS}
     nodes = pd.DataFrame(pg.nodes)
-    edges = pd.DataFrame(pg.edges, columns=EDGE_FRAME_COLUMNS)
-    rows = edge_rule_rows(nodes, edges, pd.DataFrame([pg.graph]))
-    edges = pd.concat([rows[EDGE_FRAME_COLUMNS], evaluate_edge_rules(rows)], axis=1)
-    node_out, edge_out, _ = hash_graph(nodes, edges)
-    nodes = nodes.merge(node_out[["node_id", "operator_id"]], on="node_id")
-    edges = edges.drop(columns=["chainable_input"]).merge(
-        edge_out[["edge_idx", "chainable", "chainable_input"]], on="edge_idx"
+    rows = compute_batch(
+        pd.DataFrame([graph]),
+        nodes[list(NODE_INPUT_COLUMNS)],
+        pd.DataFrame(pg.edges, columns=list(EDGE_INPUT_COLUMNS)),
+        isolate=False,
     )
-    operators, vertices, job_edges = build_job_graph(nodes, edges, pg.graph)
-    rejection = flink_rejection(pg.graph, vertices, job_edges)
-    if rejection is not None:
-        raise HashingError("FLINK_REJECTED", rejection)
+    if "error" in rows:
+        error = concat_columns(rows["error"]).iloc[0]
+        raise HashingError(error["error_code"], error["message"])
+    operators, vertices, job_edges = (concat_columns(rows[k]) for k in ("operator", "vertex", "job_edge"))
+    vertices["operator_ids"] = vertices.pop("operator_ids_text").str.split(",")
+    vertices["user_operator_ids"] = [
+        [i or None for i in text.split(",")] for text in vertices.pop("user_operator_ids_text")
+    ]
+    nodes = nodes.merge(operators[["node_id", "operator_id"]], on="node_id")
     return nodes, operators, vertices, job_edges

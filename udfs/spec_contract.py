@@ -74,10 +74,16 @@ EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exch
 ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]
 
 
-class ContractError(ValueError):
+class CodedError(ValueError):
+    """An error about one graph that becomes its error row: ``code`` is the row's error_code."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ContractError(CodedError):
+    """A graph that breaks the input contract (SPEC section 1)."""
 
 
 @dataclass

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from udfs.graph_arrays import GraphArrays
+from udfs.graph_arrays import BatchGraph
 
 
 def apply_yielding_rule(
-    g: GraphArrays,
+    g: BatchGraph,
     chainable_local: np.ndarray,
     yield_sensitive: np.ndarray,
+    source_kind: np.ndarray,
 ) -> np.ndarray:
-    """Per-edge veto: True where the edge's target yields behind a legacy-source chain."""
+    """Per-edge veto: True where the edge's target yields behind a legacy-source chain.
+
+    Only the rare yield-sensitive edges are walked (in Python: the walk is sequential, each
+    veto depending on those above it), over the batch's in-edge arrays."""
     veto = np.zeros(len(g.src), dtype=bool)
     if not yield_sensitive.any():
         return veto
-    is_legacy = np.asarray(g.nodes["source_kind"], dtype=object) == "LEGACY"
+    is_legacy = np.asarray(source_kind, dtype=object) == "LEGACY"
     head_legacy: dict[int, bool] = {}
 
     def legacy_head(node: int) -> bool:
@@ -31,9 +35,9 @@ def apply_yielding_rule(
         path = []
         cur = node
         while cur not in head_legacy:
-            ins = g.in_edges[cur]
-            if len(ins) == 1 and chainable_local[ins[0]]:
-                e = ins[0]
+            lo, hi = g.in_ptr[cur], g.in_ptr[cur + 1]
+            if hi - lo == 1 and chainable_local[g.in_eid[lo]]:
+                e = int(g.in_eid[lo])
                 up = int(g.src[e])
                 if yield_sensitive[e]:
                     # The edge's own veto needs legacy_head(up); resolve that first.
