@@ -14,6 +14,8 @@ Output: one frame of :data:`FUSED_SCHEMA`, ``kind`` telling the row's table:
 ``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of
 connected components), ``graph`` (one per input graph text: id, file, node count),
 ``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch).
+Each kind's columns, and where they sit in the schema, are :data:`pipeline.row_codec.FUSED_ROWS`'s:
+rows go in and come out only through it.
 """
 
 from __future__ import annotations
@@ -24,87 +26,33 @@ from collections.abc import Callable, Iterator
 from itertools import chain
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from pipeline.per_graph import cogroup_buckets, kind_frames
+from pipeline.per_graph import cogroup_buckets
 from pipeline.read_spec import Limits, internal_message, parse_text
+from pipeline.row_codec import FUSED_ROWS
 from pipeline.stream_tables import StreamTables
-from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS, column_type
+from pipeline.table_columns import VERTEX_COLUMNS
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
 from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
-# The columns of each kind of row (besides ``kind`` and ``graph_id``); their types are the
-# tables' (pipeline/table_columns.py), plus these columns of the per-graph stage's own.
-_STAGE_INT_COLUMNS = ("node_count", "bfs_levels", "hash_layers")
-KIND_COLUMNS: dict[str, list[str]] = {
-    "operator": [c for c in OPERATOR_COLUMNS if c != "graph_id"],
-    "vertex": [c for c in VERTEX_COLUMNS if c not in ("graph_id", "operator_ids", "user_operator_ids")]
-    + ["operator_ids_text", "user_operator_ids_text"],
-    "job_edge": [c for c in JOB_EDGE_COLUMNS if c != "graph_id"],
-    "chain_edge": ["source_node_id", "target_node_id"],
-    "graph": ["source_file", "node_count"],
-    "stats": ["bfs_levels", "hash_layers", "frontier_sizes"],
-    "error": [c for c in ERROR_COLUMNS if c != "graph_id"],
-    "timing": ["step", "worker_seconds"],
-}
-# Columns with a type of their own keep their name; the others share typed slots (i0, s0,
-# b0, ...), each kind filling them in its column order. The rows are 17 columns wide
-# instead of the union of every kind's columns (45, nearly all null in any one row). On the
-# 10k fleet this took read+compute from 33.6 s to 28.6 s and peak memory from 9.9 to 7.7 GB
-# (bench/results/20261122-041649-fleet-10k-narrow.json): fewer columns to build in pandas,
-# to convert to and from Arrow, and to hold in the checkpoint.
-_OWN = {"frontier_sizes": T.ArrayType(T.IntegerType()), "worker_seconds": T.DoubleType()}
-_SLOT_PREFIX = {T.IntegerType(): "i", T.StringType(): "s", T.BooleanType(): "b"}
-
-
-def _layout() -> dict[str, dict[str, str]]:
-    layout = {}
-    for kind, columns in KIND_COLUMNS.items():
-        used: dict[str, int] = {}
-        slots = {}
-        for c in columns:
-            if c in _OWN:
-                slots[c] = c
-                continue
-            prefix = _SLOT_PREFIX[T.IntegerType() if c in _STAGE_INT_COLUMNS else column_type(c)]
-            slots[c] = f"{prefix}{used.get(prefix, 0)}"
-            used[prefix] = used.get(prefix, 0) + 1
-        layout[kind] = slots
-    return layout
-
-
-LAYOUT = _layout()
-_SLOTS = sorted(
-    {v for slots in LAYOUT.values() for v in slots.values() if v not in _OWN}, key=lambda v: (v[0], int(v[1:]))
-)
-_SLOT_TYPES = {v: t for t, p in _SLOT_PREFIX.items() for v in _SLOTS if v[0] == p}
-FUSED_SCHEMA = T.StructType(
-    [
-        T.StructField("kind", T.StringType(), False),
-        T.StructField("graph_id", T.StringType(), False),
-        *[T.StructField(v, _SLOT_TYPES[v], True) for v in _SLOTS],
-        *[T.StructField(c, t, True) for c, t in _OWN.items()],
-    ]
-)
-
-
-def column(kind: str, name: str) -> Column:
-    """Column ``name`` of the rows of ``kind``, wherever the layout put it."""
-    return F.col(LAYOUT[kind][name])
+# The one schema of every kind of row, as the codec lays them out (pipeline/row_codec.py).
+FUSED_SCHEMA = FUSED_ROWS.schema
 
 
 def kind_rows(rows: DataFrame, kind: str) -> DataFrame:
-    """The rows of ``kind``, with their own column names (``graph_id`` first)."""
-    return rows.where(F.col("kind") == kind).select("graph_id", *[column(kind, c).alias(c) for c in KIND_COLUMNS[kind]])
+    """The rows of ``kind`` of this stage's output, with their own column names (``graph_id``
+    first): :meth:`RowCodec.rows <pipeline.row_codec.RowCodec.rows>` of :data:`FUSED_ROWS`,
+    named here too for the callers that read the stage's output (tests, the benchmark)."""
+    return FUSED_ROWS.rows(rows, kind)
 
 
 def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
     """One frame per kind of row, each in the full output schema."""
-    by_kind = {kind: concat_columns(cols) for kind, cols in rows.items()}
-    by_kind["timing"] = pd.DataFrame({"graph_id": "", **clock.rows()})
-    return kind_frames({kind: frame.rename(columns=LAYOUT[kind]) for kind, frame in by_kind.items()}, FUSED_SCHEMA)
+    by_kind: dict[str, pd.DataFrame | dict] = {kind: concat_columns(cols) for kind, cols in rows.items()}
+    by_kind["timing"] = {"graph_id": "", **clock.rows()}
+    return FUSED_ROWS.encode(by_kind)
 
 
 def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -217,14 +165,10 @@ def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
 
     computed = cogroup_buckets(left, tables.edges, run, FUSED_SCHEMA, buckets)
 
-    def passed(kind: str, columns: list[str]) -> DataFrame:
-        return tables.errors.select(
-            F.lit(kind).alias("kind"), "graph_id", *[F.col(c).alias(LAYOUT[kind][c]) for c in columns]
-        )
-
+    errors = tables.errors.select("graph_id", *FUSED_ROWS.columns("error"))
+    graphs = tables.errors.select("graph_id", "source_file", F.lit(None).alias("node_count"))
     return computed.unionByName(
-        passed("error", KIND_COLUMNS["error"]).unionByName(passed("graph", ["source_file"]), allowMissingColumns=True),
-        allowMissingColumns=True,
+        FUSED_ROWS.encode_spark(errors, "error").unionByName(FUSED_ROWS.encode_spark(graphs, "graph"))
     )
 
 
@@ -233,7 +177,7 @@ def vertex_rows(rows: DataFrame) -> DataFrame:
     split = F.split(F.col("operator_ids_text"), ",")
     user_split = F.split(F.col("user_operator_ids_text"), ",")
     return (
-        kind_rows(rows, "vertex")
+        FUSED_ROWS.rows(rows, "vertex")
         .withColumn("operator_ids", split)
         .withColumn("user_operator_ids", F.transform(user_split, lambda x: F.when(x != "", x)))
         .select(*VERTEX_COLUMNS)

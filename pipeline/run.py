@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from pipeline import chains, delta_sink, fused, per_graph, read_spec, stream_tables, validate
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
+from pipeline.row_codec import FUSED_ROWS
 from pipeline.settings import Settings
 from pipeline.stream_tables import StreamTables
 from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
@@ -127,11 +128,11 @@ def compute(
     rows = _timed(summary, progress, "read+compute", all_rows, spark, count_graphs=from_texts)
     progress.per_graph_rows(rows)
     kind = F.col("kind")
-    graph_rows = fused.kind_rows(rows, "graph")
+    graph_rows = FUSED_ROWS.rows(rows, "graph")
 
     # one pass over the rows for every count of the summary
     def only(k: str, name: str) -> Column:
-        return F.when(kind == k, fused.column(k, name))
+        return F.when(kind == k, FUSED_ROWS.column(k, name))
 
     counts = (
         rows.where(kind.isin("graph", "stats", "timing"))
@@ -159,17 +160,17 @@ def compute(
     )
 
     def components() -> DataFrame:
-        chain_edges = fused.kind_rows(rows, "chain_edge").select(
+        chain_edges = FUSED_ROWS.rows(rows, "chain_edge").select(
             "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
         )
-        roots, summary.chain_rounds = chains.member_roots(chain_edges, settings, fused.kind_rows(rows, "operator"))
+        roots, summary.chain_rounds = chains.member_roots(chain_edges, settings, FUSED_ROWS.rows(rows, "operator"))
         summary.chains_engine = settings.chains.engine
         return roots.localCheckpoint(eager=True)
 
     roots = _timed(summary, progress, "chains", components, spark)
 
     def check_chains() -> DataFrame:
-        disagree = chains.walk_disagreements(fused.kind_rows(rows, "operator"), roots).localCheckpoint(eager=True)
+        disagree = chains.walk_disagreements(FUSED_ROWS.rows(rows, "operator"), roots).localCheckpoint(eager=True)
         return disagree.select(
             "graph_id",
             F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
@@ -184,22 +185,22 @@ def compute(
 
     chain_errors = _timed(summary, progress, "chain check", check_chains, spark)
     dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
-    errors = fused.kind_rows(rows, "error").select(*ERROR_COLUMNS)
+    errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
         summary.graphs_in = graph_rows.select("graph_id").distinct().count()
         out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
         rows = rows.join(out, "graph_id", "left_anti")
         chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
-        errors = fused.kind_rows(rows, "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))
+        errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))
         errors = errors.unionByName(
             chain_errors.join(dupes.select("graph_id"), "graph_id", "left_anti").select(*ERROR_COLUMNS)
         )
         errors = errors.localCheckpoint(eager=True)
 
-    operators = fused.kind_rows(rows, "operator").select(*OPERATOR_COLUMNS)
+    operators = FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS)
     vertices = fused.vertex_rows(rows)
-    job_edges = fused.kind_rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
+    job_edges = FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
     run_ids = graph_rows.select("graph_id").distinct().localCheckpoint(eager=True)
     _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids)
     return summary

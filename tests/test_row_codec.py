@@ -1,30 +1,28 @@
-"""The per-graph stage's multi-kind rows: every kind's columns go out of the pandas UDF in
-the shared typed slots of ``pipeline.fused.FUSED_SCHEMA`` and come back, by name and type,
-through ``pipeline.fused.kind_rows``. A round trip through real Spark (Arrow included) for
-every kind and column, nulls too, so a change to the slot layout cannot silently mix up
-two columns of the same type."""
+"""The per-graph stage's multi-kind rows, through their one codec
+(:data:`pipeline.row_codec.FUSED_ROWS`): every kind's columns go out of a pandas UDF in the
+shared typed slots of its schema and come back by name and type. A round trip through real
+Spark (Arrow included) for every kind and column, nulls too, so a change to the slot layout
+cannot silently mix up two columns of the same type; and rows that do not match their
+kind's declaration are refused by name, not turned into nulls or dropped."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from pyspark.sql import types as T
 
 from pipeline import fused
-from pipeline.table_columns import column_type
+from pipeline.row_codec import FUSED_ROWS, RowCodec
 from udfs.graph_batch import STEPS, StepClock
 
-
-def _type(column: str) -> T.DataType:
-    if column in fused._OWN:
-        return fused._OWN[column]
-    return T.IntegerType() if column in fused._STAGE_INT_COLUMNS else column_type(column)
+KINDS = FUSED_ROWS.kinds
 
 
 def _value(kind: str, column: str, row: int):
     """A value no other column of the same kind and type has (row 1: null where nullable)."""
-    t = _type(column)
-    position = fused.KIND_COLUMNS[kind].index(column)
+    t = FUSED_ROWS.types(kind)[column]
+    position = FUSED_ROWS.columns(kind).index(column)
     if row == 1 and not isinstance(t, T.ArrayType):
         return None
     if isinstance(t, T.IntegerType):
@@ -40,48 +38,123 @@ def _value(kind: str, column: str, row: int):
 
 def _column(kind: str, column: str, n: int):
     values = [_value(kind, column, r) for r in range(n)]
-    t = _type(column)
+    t = FUSED_ROWS.types(kind)[column]
     if isinstance(t, T.IntegerType):
         return pd.array(values, dtype="Int64")
     if isinstance(t, T.BooleanType):
         return pd.array(values, dtype="boolean")
+    if isinstance(t, T.DoubleType):
+        return np.array([np.nan if v is None else v for v in values])
     out = np.empty(n, dtype=object)  # (np.array of equal-length lists would be 2-D)
     out[:] = values
     return out
 
 
-def test_every_kind_round_trips_through_the_slots(spark):
-    kinds = [k for k in fused.KIND_COLUMNS if k != "timing"]
-    rows = {
-        kind: [
-            {"graph_id": np.array([f"g-{kind}-0", f"g-{kind}-1"], dtype=object)}
-            | {c: _column(kind, c, 2) for c in fused.KIND_COLUMNS[kind]}
-        ]
-        for kind in kinds
+def _rows(kind: str, n: int = 2) -> dict:
+    return {"graph_id": np.array([f"g-{kind}-{r}" for r in range(n)], dtype=object)} | {
+        c: _column(kind, c, n) for c in FUSED_ROWS.columns(kind)
     }
-    clock = StepClock()
-    clock.seconds = {step: 0.25 * (i + 1) for i, step in enumerate(STEPS)}
-    frames = fused._frames(rows, clock)
-    assert all(list(f.columns) == fused.FUSED_SCHEMA.names for f in frames)
-    df = spark.createDataFrame(pd.concat(frames, ignore_index=True), fused.FUSED_SCHEMA)
 
-    for kind in kinds:
-        back = fused.kind_rows(df, kind).orderBy("graph_id")
-        assert back.columns == ["graph_id", *fused.KIND_COLUMNS[kind]]
-        assert [f.dataType for f in back.schema.fields[1:]] == [_type(c) for c in fused.KIND_COLUMNS[kind]], kind
+
+def test_the_stage_has_the_kinds_it_emits():
+    assert set(KINDS) == {"operator", "vertex", "job_edge", "chain_edge", "graph", "stats", "error", "timing"}
+    assert fused.FUSED_SCHEMA == FUSED_ROWS.schema
+
+
+def test_every_kind_round_trips_through_the_slots(spark):
+    """Every kind, every column, a null in each nullable one: encoded as the worker does,
+    through Spark and Arrow (mapInPandas, as the stage), decoded by name."""
+    by_kind = {kind: _rows(kind) for kind in KINDS}
+    frames = FUSED_ROWS.encode(by_kind)
+    assert len(frames) == len(KINDS)
+    assert all(list(f.columns) == FUSED_ROWS.schema.names for f in frames)
+    # one Arrow batch per kind, as the stage yields them (pipeline.fused._from_texts)
+    df = spark.range(1, numPartitions=1).mapInPandas(lambda _: iter(frames), FUSED_ROWS.schema)
+    assert df.schema == FUSED_ROWS.schema
+
+    for kind in KINDS:
+        back = FUSED_ROWS.rows(df, kind).orderBy("graph_id")
+        assert back.columns == ["graph_id", *FUSED_ROWS.columns(kind)]
+        assert [f.dataType for f in back.schema.fields[1:]] == list(FUSED_ROWS.types(kind).values()), kind
         got = [r.asDict() for r in back.collect()]
         want = [
-            {"graph_id": f"g-{kind}-{r}"} | {c: _value(kind, c, r) for c in fused.KIND_COLUMNS[kind]} for r in range(2)
+            {"graph_id": f"g-{kind}-{r}"} | {c: _value(kind, c, r) for c in FUSED_ROWS.columns(kind)} for r in range(2)
         ]
         assert got == want, kind
+        one = FUSED_ROWS.columns(kind)[0]
+        picked = df.where(df.kind == kind).select(FUSED_ROWS.column(kind, one).alias(one)).collect()
+        assert sorted(r[one] for r in picked if r[one] is not None) == [_value(kind, one, 0)], kind
 
-    timing = {r["step"]: r["worker_seconds"] for r in fused.kind_rows(df, "timing").collect()}
+
+def test_the_stage_encodes_a_batch_and_its_timing(spark):
+    """The stage's own encode (:func:`pipeline.fused._frames`): a batch's rows as lists of
+    column dicts, and the step clock as ``timing`` rows."""
+    clock = StepClock()
+    clock.seconds = {step: 0.25 * (i + 1) for i, step in enumerate(STEPS)}
+    frames = fused._frames({"chain_edge": [_rows("chain_edge", 1), _rows("chain_edge", 2)]}, clock)
+    df = spark.createDataFrame(pd.concat(frames, ignore_index=True), FUSED_ROWS.schema)
+    assert FUSED_ROWS.rows(df, "chain_edge").count() == 3
+    timing = {r["step"]: r["worker_seconds"] for r in FUSED_ROWS.rows(df, "timing").collect()}
     assert timing == clock.seconds
 
 
+def test_rows_already_in_spark_encode_to_the_same_schema(spark):
+    """Rows that join the stage's output without passing through the UDF (errors recorded
+    at ingest) land in the same slots."""
+    errors = spark.createDataFrame(
+        [("g1", "BAD_JSON", "no", "f.jsonl")], "graph_id string, error_code string, message string, source_file string"
+    )
+    encoded = FUSED_ROWS.encode_spark(errors, "error")
+    assert encoded.schema.names == FUSED_ROWS.schema.names
+    assert [f.dataType for f in encoded.schema] == [f.dataType for f in FUSED_ROWS.schema]
+    back = FUSED_ROWS.rows(encoded, "error").collect()
+    assert [r.asDict() for r in back] == [
+        {"graph_id": "g1", "error_code": "BAD_JSON", "message": "no", "source_file": "f.jsonl"}
+    ]
+
+
 def test_no_two_columns_of_a_kind_share_a_slot():
-    for kind, slots in fused.LAYOUT.items():
-        assert len(set(slots.values())) == len(slots), kind
-        for column, slot in slots.items():
-            field = fused.FUSED_SCHEMA[slot]
-            assert field.dataType == _type(column), (kind, column, slot)
+    for kind in KINDS:
+        slots = [FUSED_ROWS.slot(kind, c) for c in FUSED_ROWS.columns(kind)]
+        assert len(set(slots)) == len(slots), kind
+        assert not {"kind", "graph_id"} & set(slots), kind
+        for column, slot in zip(FUSED_ROWS.columns(kind), slots, strict=True):
+            assert FUSED_ROWS.schema[slot].dataType == FUSED_ROWS.types(kind)[column], (kind, column, slot)
+
+
+def test_an_unknown_kind_is_refused_by_name(spark):
+    with pytest.raises(ValueError, match=r"unknown kind of row 'edge'.*job_edge"):
+        FUSED_ROWS.encode({"edge": _rows("job_edge")})
+    with pytest.raises(ValueError, match="unknown kind of row 'edges'"):
+        FUSED_ROWS.column("edges", "edge_idx")
+    empty = spark.createDataFrame([], FUSED_ROWS.schema)
+    with pytest.raises(ValueError, match="unknown kind of row 'vertices'"):
+        FUSED_ROWS.rows(empty, "vertices")
+    with pytest.raises(ValueError, match="kind 'graph' has no column 'nodes'"):
+        FUSED_ROWS.column("graph", "nodes")
+
+
+def test_a_missing_or_extra_column_is_refused_by_name(spark):
+    missing = _rows("stats")
+    del missing["hash_layers"]
+    with pytest.raises(ValueError, match=r"rows of kind 'stats': missing hash_layers \(its columns: graph_id, "):
+        FUSED_ROWS.encode({"stats": missing})
+    extra = _rows("chain_edge") | {"chainable": np.array([True, False])}
+    with pytest.raises(ValueError, match="rows of kind 'chain_edge': not declared chainable"):
+        FUSED_ROWS.encode({"chain_edge": extra})
+    no_id = _rows("timing")
+    del no_id["graph_id"]
+    with pytest.raises(ValueError, match="missing graph_id"):
+        FUSED_ROWS.encode({"timing": no_id})
+    graphs = spark.createDataFrame([("g1", "f.jsonl")], "graph_id string, source_file string")
+    with pytest.raises(ValueError, match="rows of kind 'graph': missing node_count"):
+        FUSED_ROWS.encode_spark(graphs, "graph")
+
+
+def test_a_declaration_the_layout_cannot_hold_is_refused():
+    with pytest.raises(ValueError, match="'graph_id'"):
+        RowCodec({"a": {"graph_id": T.StringType()}})
+    with pytest.raises(ValueError, match="two types"):
+        RowCodec({"a": {"xs": T.ArrayType(T.IntegerType())}, "b": {"xs": T.ArrayType(T.StringType())}})
+    with pytest.raises(ValueError, match="like a shared slot"):
+        RowCodec({"a": {"i0": T.DoubleType(), "n": T.IntegerType()}})
