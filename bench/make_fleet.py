@@ -1,6 +1,7 @@
 """Fleets of real Flink programs for the benchmark, plus Flink's own JobGraph time for them.
 
     python bench/make_fleet.py --fleets 1000,2000,10000 [--seed 1] [--jobs 2]
+    python bench/make_fleet.py --fleets "" --long-chain-fleets 10000 [--jobs 1]
 
 What it does (everything under bench/data/, gitignored; re-running resumes):
 
@@ -19,6 +20,17 @@ What it does (everything under bench/data/, gitignored; re-running resumes):
    ``fleet-N.json`` (seed, chunk plan, size distribution) and ``fleet-N.plan``.
 4. Flink's time: ``time --seed S --plan fleet-N.plan`` (the same generate arguments, all
    chunks in one JVM, one warm-up over the first 200 programs) -> ``fleet-N.flink.json``.
+
+5. ``--long-chain-fleets N``: the fleet ``fleet-Nk-longchain`` of N graphs, 95% the normal
+   chunks 0..0.95N/100-1 (the same files as fleet-N, hard links, never regenerated) and 5%
+   long-chain programs (``generate --long-chain --chain-min 50 --chain-max 500``: DataStream
+   programs shaped like a compiled SQL job whose longest chain has 50-500 operators) in the
+   chunks ``lcNNNN`` (``--start`` 1,000,000 + j*100, so their indexes and ids
+   ``flink-2.3-longchain-s1-<index>`` never meet a normal chunk's). Its plan lists both kinds
+   (``start count min max [generate options]``), so ``time`` rebuilds exactly these programs.
+
+Every fleet's manifest also gives the distribution of each graph's longest chain (operators in
+its largest job vertex, from ``expected`` in the raw chunks; cached in ``chunks/*.chains.json``).
 
 Why the size mix: the harness's own size distribution is "mostly 2-40 nodes, 10% 100-560";
 a fleet of production jobs is bigger. ``--min-size`` clamps the target size from below, so
@@ -73,9 +85,50 @@ def harness_jar() -> Path:
     return snap / JAR_NAME
 
 
+# the long-chain fleets: this share of the graphs are long-chain programs, in chunks "lcNNNN"
+LONG_CHAIN_SHARE = 0.05
+LONG_CHAIN_START = 1_000_000  # --start of long-chain chunk 0: far above any normal chunk's indexes
+LONG_CHAIN_RANGE = (50, 500)  # --chain-min / --chain-max
+
+
 def chunk_args(k: int, chunk: int) -> dict[str, int]:
     lo, hi = SIZE_MIX[k % len(SIZE_MIX)]
     return {"start": k * chunk, "count": chunk, "min-size": lo, "max-size": hi}
+
+
+def long_chain_args(j: int, chunk: int) -> dict[str, int]:
+    """generate arguments of long-chain chunk j (min/max-size: generate's defaults, unused)."""
+    return {"start": LONG_CHAIN_START + j * chunk, "count": chunk, "min-size": 2, "max-size": 560}
+
+
+LONG_CHAIN_FLAGS = ["--long-chain", "--chain-min", str(LONG_CHAIN_RANGE[0]), "--chain-max", str(LONG_CHAIN_RANGE[1])]
+
+
+def chunk_name(k: int, long_chain: bool = False) -> str:
+    return f"lc{k:04d}" if long_chain else f"c{k:04d}"
+
+
+def longest_chain(expected: dict) -> int:
+    """Operators in the largest job vertex of Flink's answer (0 if Flink rejected the program)."""
+    per: dict[str, int] = {}
+    for op in (expected.get("operators") or {}).values():
+        v = op["jobvertex_id"]
+        per[v] = per.get(v, 0) + 1
+    return max(per.values(), default=0)
+
+
+def chunk_chains(name: str) -> list[int] | None:
+    """Each graph's longest chain in chunk ``name`` (from its raw file's ``expected``; cached)."""
+    cache = DATA / "chunks" / f"{name}.chains.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    raw = DATA / "raw" / f"{name}.jsonl.gz"
+    if not raw.exists():
+        return None
+    with gzip.open(raw, "rt", encoding="utf-8") as f:
+        chains = [longest_chain(json.loads(line)["expected"]) for line in f]
+    cache.write_text(json.dumps(chains))
+    return chains
 
 
 def _strip(raw: Path, out: Path) -> tuple[int, list[int]]:
@@ -93,20 +146,23 @@ def _strip(raw: Path, out: Path) -> tuple[int, list[int]]:
     return len(sizes), sizes
 
 
-def make_chunk(jar: str, seed: int, k: int, chunk: int) -> tuple[int, list[int], float]:
-    """Generates chunk k (if missing) and returns (k, node counts, seconds)."""
+def make_chunk(jar: str, seed: int, k: int, chunk: int, long_chain: bool = False) -> tuple[int, list[int], float]:
+    """Generates chunk k (if missing; long-chain chunk k with ``long_chain``) and returns (k, node counts, seconds)."""
     t0 = time.perf_counter()
-    raw = DATA / "raw" / f"c{k:04d}.jsonl.gz"
-    spec = DATA / "chunks" / f"c{k:04d}.jsonl.gz"
-    sizes_file = DATA / "chunks" / f"c{k:04d}.sizes.json"
+    name = chunk_name(k, long_chain)
+    raw = DATA / "raw" / f"{name}.jsonl.gz"
+    spec = DATA / "chunks" / f"{name}.jsonl.gz"
+    sizes_file = DATA / "chunks" / f"{name}.sizes.json"
     if sizes_file.exists() and spec.exists():
         return k, json.loads(sizes_file.read_text()), 0.0
     if not raw.exists():
         part = raw.with_name(raw.name + ".part.gz")
-        args = chunk_args(k, chunk)
+        args = long_chain_args(k, chunk) if long_chain else chunk_args(k, chunk)
         cmd = ["java", "-jar", jar, "generate", "--seed", str(seed), "--out", str(part)]
         for key, v in args.items():
             cmd += [f"--{key}", str(v)]
+        if long_chain:
+            cmd += LONG_CHAIN_FLAGS
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         part.rename(raw)
     _, sizes = _strip(raw, spec)
@@ -137,6 +193,14 @@ def distribution(sizes: list[int]) -> dict[str, float]:
     }
 
 
+def chain_distribution(chains: list[int]) -> dict[str, float]:
+    """Distribution of the graphs' longest chains; graphs Flink rejects (no chains) counted apart."""
+    d = distribution([x for x in chains if x > 0])
+    d["operators_in_longest_chains"] = d.pop("stream_nodes")
+    d["flink_rejected"] = sum(1 for x in chains if x == 0)
+    return d
+
+
 def file_sha256(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -144,6 +208,11 @@ def file_sha256(p: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fleets", default="1000,2000,10000", help="fleet sizes (graphs), multiples of --chunk")
+    ap.add_argument(
+        "--long-chain-fleets",
+        default="",
+        help="sizes of fleet-Nk-longchain fleets (95%% normal chunks, 5%% long-chain programs), e.g. 10000",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2, help="generate processes at once")
@@ -157,45 +226,58 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    fleets = sorted({int(x) for x in args.fleets.split(",")})
+    fleets = sorted({int(x) for x in args.fleets.split(",") if x.strip()})
+    lc_fleets = sorted({int(x) for x in args.long_chain_fleets.split(",") if x.strip()})
     if any(n % args.chunk for n in fleets):
         sys.exit(f"fleet sizes must be multiples of --chunk {args.chunk}")
+    if any(round(n * LONG_CHAIN_SHARE) % args.chunk for n in lc_fleets):
+        sys.exit(f"long-chain fleet sizes: {LONG_CHAIN_SHARE:.0%} of them must be a multiple of --chunk {args.chunk}")
+    # fleet name -> (normal chunks, long-chain chunks)
+    plans: dict[str, tuple[range, range]] = {}
+    for n in fleets:
+        plans[fleet_name(n)] = (range(n // args.chunk), range(0))
+    for n in lc_fleets:
+        n_lc = round(n * LONG_CHAIN_SHARE) // args.chunk
+        plans[fleet_name(n) + "-longchain"] = (range(n // args.chunk - n_lc), range(n_lc))
+    if not plans:
+        sys.exit("no fleet: --fleets and/or --long-chain-fleets")
     for d in ("raw", "chunks"):
         (DATA / d).mkdir(parents=True, exist_ok=True)
     jar = harness_jar()
-    n_chunks = max(fleets) // args.chunk
+    n_chunks = max(len(ks) for ks, _ in plans.values())
+    n_lc_chunks = max(len(js) for _, js in plans.values())
 
     t0 = time.perf_counter()
-    sizes: dict[int, list[int]] = {}
+    sizes: dict[tuple[bool, int], list[int]] = {}
     if args.time_only:
-        for n in fleets:
-            name = fleet_name(n)
-            write_plan(DATA / f"{name}.plan", args.seed, range(n // args.chunk), args.chunk)
-        time_flink(fleets, args, jar)
+        for name, (ks, js) in plans.items():
+            write_plan(DATA / f"{name}.plan", args.seed, ks, args.chunk, js)
+        time_flink(list(plans), args, jar)
         return 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futs = [pool.submit(make_chunk, str(jar), args.seed, k, args.chunk) for k in range(n_chunks)]
-        for f in futs:
+        todo = [(False, k) for k in range(n_chunks)] + [(True, j) for j in range(n_lc_chunks)]
+        futs = [(lc, pool.submit(make_chunk, str(jar), args.seed, k, args.chunk, lc)) for lc, k in todo]
+        for lc, f in futs:
             k, s, secs = f.result()
-            sizes[k] = s
+            sizes[(lc, k)] = s
             if secs:
+                what = long_chain_args(k, args.chunk) if lc else chunk_args(k, args.chunk)
                 print(
-                    f"[{time.perf_counter() - t0:6.0f}s] chunk {k} {chunk_args(k, args.chunk)}: "
+                    f"[{time.perf_counter() - t0:6.0f}s] chunk {chunk_name(k, lc)} {what}: "
                     f"{len(s)} graphs, {sum(s)} nodes, {secs:.0f}s",
                     flush=True,
                 )
 
-    for n in fleets:
-        name = fleet_name(n)
+    for name, (ks, js) in plans.items():
         folder = DATA / name
         folder.mkdir(exist_ok=True)
-        ks = range(n // args.chunk)
-        for k in ks:
-            link = folder / f"c{k:04d}.jsonl.gz"
+        members = [(False, k) for k in ks] + [(True, j) for j in js]
+        for lc, k in members:
+            link = folder / f"{chunk_name(k, lc)}.jsonl.gz"
             if not link.exists():
-                os.link(DATA / "chunks" / f"c{k:04d}.jsonl.gz", link)
-        write_plan(DATA / f"{name}.plan", args.seed, ks, args.chunk)
-        all_sizes = [x for k in ks for x in sizes[k]]
+                os.link(DATA / "chunks" / f"{chunk_name(k, lc)}.jsonl.gz", link)
+        write_plan(DATA / f"{name}.plan", args.seed, ks, args.chunk, js)
+        all_sizes = [x for m in members for x in sizes[m]]
         manifest = {
             "fleet": name,
             "folder": str(folder.relative_to(ROOT)),
@@ -205,11 +287,28 @@ def main() -> int:
             "harness_jar_sha256": file_sha256(jar),
             "sizes": distribution(all_sizes),
         }
+        chains = [chunk_chains(chunk_name(k, lc)) for lc, k in members]
+        if all(c is not None for c in chains):
+            manifest["longest_chain"] = chain_distribution([x for c in chains for x in c])
+        if js:
+            lc_chains = [chunk_chains(chunk_name(j, True)) for j in js]
+            manifest["long_chain"] = {
+                "share": LONG_CHAIN_SHARE,
+                "chunks": [chunk_name(j, True) for j in js],
+                "starts": [long_chain_args(j, args.chunk)["start"] for j in js],
+                "flags": " ".join(LONG_CHAIN_FLAGS),
+                "sizes": distribution([x for j in js for x in sizes[(True, j)]]),
+                "longest_chain": chain_distribution([x for c in lc_chains if c for x in c]),
+            }
         (DATA / f"{name}.json").write_text(json.dumps(manifest, indent=2))
         print(f"{name}: {json.dumps(manifest['sizes'])}", flush=True)
+        if "longest_chain" in manifest:
+            print(f"{name} longest chain per graph: {json.dumps(manifest['longest_chain'])}", flush=True)
+        if js:
+            print(f"{name} long-chain part: {json.dumps(manifest['long_chain'])}", flush=True)
 
     if not args.no_time:
-        time_flink(fleets, args, jar)
+        time_flink(list(plans), args, jar)
     return 0
 
 
@@ -217,16 +316,25 @@ def fleet_name(n: int) -> str:
     return f"fleet-{n // 1000}k" if n % 1000 == 0 else f"fleet-{n}"
 
 
-def write_plan(plan: Path, seed: int, ks: range, chunk: int) -> None:
+def write_plan(plan: Path, seed: int, ks: range, chunk: int, js: range = range(0)) -> None:
+    """One line per generate call: normal chunks ks, then long-chain chunks js (with their generate options)."""
+    head = f"# start count min-size max-size (harness generate/time, --seed {seed})\n"
+    if js:
+        head += "# then the long-chain chunks: start count min-size max-size generate-options (min/max unused)\n"
     plan.write_text(
-        f"# start count min-size max-size (harness generate/time, --seed {seed})\n"
+        head
         + "".join("{start} {count} {min-size} {max-size}\n".format(**chunk_args(k, chunk)) for k in ks)
+        + "".join(
+            "{start} {count} {min-size} {max-size} ".format(**long_chain_args(j, chunk))
+            + " ".join(LONG_CHAIN_FLAGS)
+            + "\n"
+            for j in js
+        )
     )
 
 
-def time_flink(fleets: list[int], args: argparse.Namespace, jar: Path) -> None:
-    for n in fleets:
-        name = fleet_name(n)
+def time_flink(names: list[str], args: argparse.Namespace, jar: Path) -> None:
+    for name in names:
         out = DATA / f"{name}.flink.json"
         if out.exists() and not args.retime:
             print(f"{name}: Flink time already in {out.relative_to(ROOT)}")
