@@ -20,6 +20,7 @@ table whose LOCATION is the folder the run wrote, so
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -100,24 +101,31 @@ def _same_location(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def register_tables(
-    spark: SparkSession,
-    output: str,
-    tables: tuple[str, ...] | list[str],
-    database: str,
-    catalog: str | None = None,
-) -> list[str]:
+@dataclass(frozen=True)
+class Registration:
+    """Which tables of an output folder to register, under which database (and catalog):
+    checked before a run (:func:`check_names_free`) and registered after it
+    (:func:`register_tables`)."""
+
+    output: str
+    tables: tuple[str, ...]
+    database: str
+    catalog: str | None = None
+
+
+def register_tables(spark: SparkSession, reg: Registration) -> list[str]:
     """Create (if missing) the database and one external Delta table per folder; return the names.
 
     A table already registered at the same folder is left as is: the new rows are already
     visible through it. A table of that name over a *different* folder is an error, never
     re-pointed: another run's or another team's table must not silently change meaning.
     """
+    output, database, catalog = reg.output, reg.database, reg.catalog
     check_catalog(spark, database, catalog)
-    check_names_free(spark, output, tables, database, catalog)
+    check_names_free(spark, reg)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {qualified(database, catalog=catalog)}")
     names = []
-    for table in tables:
+    for table in reg.tables:
         path = delta_sink.table_path(output, table)
         if not DeltaTable.isDeltaTable(spark, path):
             raise CatalogError(f"{path} is not a Delta table; nothing to register as {database}.{table}")
@@ -129,21 +137,16 @@ def register_tables(
     return names
 
 
-def check_names_free(
-    spark: SparkSession,
-    output: str,
-    tables: tuple[str, ...] | list[str],
-    database: str,
-    catalog: str | None = None,
-) -> None:
+def check_names_free(spark: SparkSession, reg: Registration) -> None:
     """Every table name is either unused or already registered over this run's folder.
 
     Called before the run too, so that a name taken by another output folder fails in
     seconds instead of after the whole computation.
     """
+    output, database, catalog = reg.output, reg.database, reg.catalog
     if not _database_exists(spark, database, catalog):
         return
-    for table in tables:
+    for table in reg.tables:
         name = qualified(database, table, catalog)
         if not spark.catalog.tableExists(name):
             continue

@@ -134,16 +134,17 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress(enabled=not args.quiet)
         database = getattr(args, "database", None)
         if database:  # fail before the run when the tables could not be registered after it
+            registration = catalog.Registration(
+                args.output, tuple(catalog.COMMAND_TABLES[args.command]), database, args.catalog
+            )
             catalog.check_catalog(spark, database, args.catalog)
-            catalog.check_names_free(spark, args.output, catalog.COMMAND_TABLES[args.command], database, args.catalog)
+            catalog.check_names_free(spark, registration)
         if args.command == "ingest":
             summary = ingest(spark, args.input, args.output, progress)
         else:
             summary = compute(spark, args.input, args.output, settings, progress)
         if database:
-            names = catalog.register_tables(
-                spark, args.output, catalog.COMMAND_TABLES[args.command], database, args.catalog
-            )
+            names = catalog.register_tables(spark, registration)
             progress.say("catalog tables: " + ", ".join(names))
     except (InputError, SetupError, ValueError) as e:
         print(f"flink-jobgraph: {e}", file=sys.stderr)

@@ -73,7 +73,9 @@ WRITER = f"""
     from pipeline import catalog
     from pyspark.sql import SparkSession
     spark = SparkSession.getActiveSession()
-    results["again"] = catalog.register_tables(spark, "out", catalog.COMMAND_TABLES["compute"], "flink_jobgraph")
+    results["again"] = catalog.register_tables(
+        spark, catalog.Registration("out", tuple(catalog.COMMAND_TABLES["compute"]), "flink_jobgraph")
+    )
     print("RESULT " + json.dumps(results))
 """
 
