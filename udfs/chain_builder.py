@@ -93,14 +93,19 @@ def walk_chains(
     (FLINK-32680 fixed) or "all_in_job" (the 1.12-1.17.1 bug: every chain head lists every
     chained source of the job)."""
     n = g.n
-    names = np.asarray(g.nodes["name"], dtype=object)
-    walk = ChainWalk(
-        vertex_of=np.full(n, -1, dtype=np.int64),
-        chain_index=np.zeros(n, dtype=np.int64),
-        is_chain_head=np.zeros(n, dtype=bool),
-        is_chain_end=np.zeros(n, dtype=bool),
-        in_vertex_operator_ids=np.ones(n, dtype=bool),
-    )
+    # Plain lists, not numpy arrays, inside the walk: it visits every node once in Python,
+    # and a numpy scalar read or write costs several times a list's.
+    names = np.asarray(g.nodes["name"], dtype=object).tolist()
+    dst = g.dst.tolist()
+    chainable_list = np.asarray(chainable, dtype=bool).tolist()
+    vertex_of = [-1] * n
+    chain_index = [0] * n
+    is_chain_head = [False] * n
+    is_chain_end = [False] * n
+    in_vertex = [True] * n
+    vertex_heads: list[int] = []
+    vertex_names: dict[int, str] = {}
+    vertex_operators: dict[int, list[int]] = {}
     # a node's own name and its chained children: the chained name of a head (Flink's
     # createChainedName) is rendered once from these, because building every member's
     # chained name as a string (as Flink does) copies the chain's tail at each link:
@@ -111,16 +116,20 @@ def walk_chains(
     built: set[int] = set()
     transitive: dict[int, list[int]] = {}
 
-    ids = g.node_ids
-    by_id = {int(ids[i]): i for i in range(n)}
-    if source_id_order is not None:  # observed by the exporter: exact
-        source_set_order = [by_id[int(k)] for k in source_id_order]
-    else:  # assume sources were added in ascending id order
-        source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
-    all_chained = [by_id[k] for k in java_hash_order([int(ids[s]) for s in source_set_order if s in chained_sources])]
+    source_set_order: list[int] = []
+    all_chained: list[int] = []
+    if entry_order != "sorted" or (chained_sources and chained_source_names == "all_in_job"):
+        ids = g.node_ids
+        by_id = {int(ids[i]): i for i in range(n)}
+        if source_id_order is not None:  # observed by the exporter: exact
+            source_set_order = [by_id[int(k)] for k in source_id_order]
+        else:  # assume sources were added in ascending id order
+            source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
+        chained_ids = [int(ids[s]) for s in source_set_order if s in chained_sources]
+        all_chained = [by_id[k] for k in java_hash_order(chained_ids)]
 
-    def operator_name(v: int, is_entry: bool) -> str:
-        if not is_entry:
+    def operator_name(v: int) -> str:
+        if not chained_sources:  # no FLIP-27 source chained into a head: its own name
             return names[v]
         if chained_source_names == "all_in_job":
             chained = [names[s] for s in all_chained]
@@ -133,26 +142,29 @@ def walk_chains(
         if start in built:
             return []
         outs = g.out_edges[v]
-        chain_outs = [e for e in outs if chainable[e]]
-        other_outs = [e for e in outs if not chainable[e]]
+        chain_children = [dst[e] for e in outs if chainable_list[e]]
         trans: list[int] = []
-        for e in chain_outs:
-            trans.extend(create_chain(int(g.dst[e]), index + 1, start))
-        for e in other_outs:
-            trans.append(e)
-            t = int(g.dst[e])
-            entry_points.add(t)
-            create_chain(t, head_chain_index, t)
-        name_parts[v] = (operator_name(v, v in entry_points), [int(g.dst[e]) for e in chain_outs])
-        walk.vertex_operators.setdefault(start, []).append(v)
-        walk.vertex_of[v] = start
-        walk.chain_index[v] = index
-        walk.is_chain_end[v] = not chain_outs
+        for child in chain_children:
+            trans.extend(create_chain(child, index + 1, start))
+        for e in outs:
+            if not chainable_list[e]:
+                trans.append(e)
+                t = dst[e]
+                entry_points.add(t)
+                create_chain(t, head_chain_index, t)
+        name_parts[v] = (operator_name(v) if v in entry_points else names[v], chain_children)
+        members = vertex_operators.get(start)
+        if members is None:
+            members = vertex_operators[start] = []
+        members.append(v)
+        vertex_of[v] = start
+        chain_index[v] = index
+        is_chain_end[v] = not chain_children
         if v == start:
-            walk.is_chain_head[v] = True
+            is_chain_head[v] = True
             built.add(start)
-            walk.vertex_heads.append(start)
-            walk.vertex_names[start] = chained_name(v, name_parts)
+            vertex_heads.append(start)
+            vertex_names[start] = chained_name(v, name_parts)
             transitive[start] = trans
         return trans
 
@@ -169,14 +181,24 @@ def walk_chains(
         sys.setrecursionlimit(limit)
 
     for s, t in chained_sources.items():
-        walk.vertex_of[s] = t
-        walk.chain_index[s] = 0
-        walk.in_vertex_operator_ids[s] = False
+        vertex_of[s] = t
+        chain_index[s] = 0
+        in_vertex[s] = False
 
+    walk = ChainWalk(
+        vertex_of=np.array(vertex_of, dtype=np.int64),
+        chain_index=np.array(chain_index, dtype=np.int64),
+        is_chain_head=np.array(is_chain_head, dtype=bool),
+        is_chain_end=np.array(is_chain_end, dtype=bool),
+        in_vertex_operator_ids=np.array(in_vertex, dtype=bool),
+        vertex_heads=vertex_heads,
+        vertex_names=vertex_names,
+        vertex_operators=vertex_operators,
+    )
     inputs_per_vertex: dict[int, int] = {}
-    for head in walk.vertex_heads:
+    for head in vertex_heads:
         for e in transitive[head]:
-            target = int(walk.vertex_of[int(g.dst[e])])
+            target = vertex_of[dst[e]]
             idx = inputs_per_vertex.get(target, 0)
             inputs_per_vertex[target] = idx + 1
             walk.job_edges.append((head, target, e, idx))
@@ -187,6 +209,9 @@ def chained_name(head: int, name_parts: dict[int, tuple[str, list[int]]]) -> str
     """Flink's chained name of a chain: ``own -> child`` for one chained output,
     ``own -> (child1, child2)`` for several, recursively; rendered in one pass (linear in
     the result's length, no recursion)."""
+    own, children = name_parts[head]
+    if not children:  # a chain of one operator
+        return own
     out: list[str] = []
     stack: list[int | str] = [head]
     while stack:

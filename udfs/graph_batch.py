@@ -80,7 +80,7 @@ def edge_rule_frame(
 ) -> pd.DataFrame:
     """The input of :func:`udfs.chaining_rules.evaluate_edge_rules` -- each edge with its end
     nodes' and its graph's attributes -- by index arithmetic over the batch (the same columns
-    as :func:`udfs.graph_steps.edge_rule_rows`, which gets them by pandas merges)."""
+    as ``tests/oracles/edge_rule_merges.edge_rule_rows``, which gets them by pandas merges)."""
     codes = ecols["_code"]
     frame = {"partitioner": ecols["partitioner"], "exchange_mode": ecols["exchange_mode"]}
     frame["down_in_degree"] = np.bincount(down, minlength=len(ncols["node_id"]))[down]
