@@ -197,7 +197,7 @@ def _flink_of(name: str) -> dict | None:
 def _resolve_fleet(arg: str) -> tuple[str, Path, dict | None, dict | None]:
     """(name, input path, fleet manifest, Flink timing) of a fleet name or a path."""
     p = DATA / arg
-    if p.is_dir():
+    if "/" not in arg and p.is_dir():  # a fleet name (a path names its own folder, whose name is used)
         manifest_f, flink_f = DATA / f"{arg}.json", DATA / f"{arg}.flink.json"
         manifest = json.loads(manifest_f.read_text()) if manifest_f.exists() else None
         flink = json.loads(flink_f.read_text()) if flink_f.exists() else None
