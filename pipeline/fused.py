@@ -49,10 +49,13 @@ def kind_rows(rows: DataFrame, kind: str) -> DataFrame:
 
 
 def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
-    """One frame per kind of row, each in the full output schema."""
+    """One frame per kind of row, each in the full output schema; the time this takes is the
+    step "rows out" of the batch's own timing rows (encoded last, so they include it)."""
+    t = time.perf_counter()
     by_kind: dict[str, pd.DataFrame | dict] = {kind: concat_columns(cols) for kind, cols in rows.items()}
-    by_kind["timing"] = {"graph_id": "", **clock.rows()}
-    return FUSED_ROWS.encode(by_kind)
+    frames = FUSED_ROWS.encode(by_kind)
+    clock.add("rows out", t)
+    return frames + FUSED_ROWS.encode({"timing": {"graph_id": "", **clock.rows()}})
 
 
 def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -116,7 +119,10 @@ def _compute_isolated(parsed: list, clock: StepClock, raise_in_graph: str | None
     traceback and the others of the batch are still written. (compute_batch itself turns
     an exception inside one graph's steps into that graph's INTERNAL_ERROR row.)"""
     try:
-        return compute_batch(*_batch_frames(parsed), clock, raise_in_graph=raise_in_graph)
+        t = time.perf_counter()
+        frames = _batch_frames(parsed)
+        clock.add("parse+validate", t)  # the parsed rows as the batch's columns
+        return compute_batch(*frames, clock, raise_in_graph=raise_in_graph)
     except Exception:
         pass
     out: BatchRows = {}

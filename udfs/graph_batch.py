@@ -38,8 +38,9 @@ EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner",
 # Seconds per step of the batch inside the Python worker, reported as ``timing`` rows (the
 # Spark stage that runs this is one stage, so its wall time alone would not say where the
 # time goes). perf_counter, not process_time: the latter is a system call here, and at two
-# calls per graph it cost more than some of the steps it timed.
-STEPS = ("parse+validate", "chainability", "hashing", "vertices+edges")
+# calls per graph it cost more than some of the steps it timed. "rows out" is the batch's rows
+# turned into frames of the output schema (pipeline/fused.py), the last step in the worker.
+STEPS = ("parse+validate", "chainability", "hashing", "vertices+edges", "rows out")
 BatchRows = dict[str, list[Columns]]
 
 
