@@ -21,6 +21,7 @@ from pipeline.row_codec import FUSED_ROWS
 from pipeline.settings import Settings
 from pipeline.stream_tables import StreamTables
 from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
+from udfs.graph_batch import STEPS
 from udfs.spec_contract import ERROR_COLUMNS
 
 T = TypeVar("T")
@@ -154,6 +155,8 @@ def compute(
             summary.bfs_levels_max, summary.hash_layers_max = int(r["bfs"] or 0), int(r["layers"] or 0)
         else:
             summary.worker_seconds[r["step"]] = round(r["seconds"], 3)
+    order = {step: i for i, step in enumerate(STEPS)}  # the steps in the order they run
+    summary.worker_seconds = dict(sorted(summary.worker_seconds.items(), key=lambda kv: order.get(kv[0], len(order))))
     progress.say(
         f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; worker seconds per step: "
         + ", ".join(f"{k} {v:.1f}" for k, v in summary.worker_seconds.items())
