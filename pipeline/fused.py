@@ -25,16 +25,19 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import chain
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipeline.per_graph import cogroup_buckets
-from pipeline.read_spec import Limits, internal_message, parse_text
+from pipeline.read_spec import Limits, internal_message, load_text, parse_loaded
 from pipeline.row_codec import FUSED_ROWS
 from pipeline.stream_tables import StreamTables
-from pipeline.table_columns import VERTEX_COLUMNS
+from pipeline.table_columns import VERTEX_COLUMNS, column_type
 from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
+from udfs.spec_batch import ParsedBatch, parse_batch
 from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 # The one schema of every kind of row, as the codec lays them out (pipeline/row_codec.py).
@@ -58,15 +61,37 @@ def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
     return frames + FUSED_ROWS.encode({"timing": {"graph_id": "", **clock.rows()}})
 
 
-def _batch_frames(parsed: list) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Stream-table frames of a batch of parsed graphs, built column by column (a frame
-    from a list of row dicts costs several times more)."""
-    graphs = pd.DataFrame([{**pg.graph, "source_file": source_file} for pg, source_file in parsed])
+def _batch_frames(
+    parsed: list, columns: ParsedBatch | None = None, files: list[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Stream-table frames of a batch: the graphs parsed one by one (``parsed``, pairs of a
+    ParsedGraph and its file) and those the columnar checks accepted (``columns``, with
+    ``files``), built column by column (a frame from a list of row dicts costs several times
+    more)."""
+    graph_rows = [{**pg.graph, "source_file": source_file} for pg, source_file in parsed]
     node_rows = list(chain.from_iterable(pg.nodes for pg, _ in parsed))
     edge_rows = list(chain.from_iterable(pg.edges for pg, _ in parsed))
-    nodes = pd.DataFrame({c: [n[c] for n in node_rows] for c in NODE_INPUT_COLUMNS})
-    edges = pd.DataFrame({c: [e[c] for e in edge_rows] for c in EDGE_INPUT_COLUMNS})
-    return graphs, nodes, edges
+    nodes = {c: [n[c] for n in node_rows] for c in NODE_INPUT_COLUMNS}
+    edges = {c: [e[c] for e in edge_rows] for c in EDGE_INPUT_COLUMNS}
+    if columns is not None:
+        graph_rows += [{**g, "source_file": f} for g, f in zip(columns.graphs, files or [], strict=True)]
+        for c in NODE_INPUT_COLUMNS:
+            nodes[c] += columns.nodes[c]
+        for c in EDGE_INPUT_COLUMNS:
+            edges[c] += columns.edges[c]
+    return pd.DataFrame(graph_rows), _typed_frame(nodes), _typed_frame(edges)
+
+
+_NUMPY_TYPES = {T.IntegerType(): np.int64, T.BooleanType(): bool}
+
+
+def _typed_frame(columns: dict[str, list]) -> pd.DataFrame:
+    """A frame of contract-checked columns, each built with its table type's numpy dtype:
+    the dtype pandas would infer from the checked values, without inferring it (which was
+    most of building the batch's frames)."""
+    return pd.DataFrame(
+        {c: np.array(v, dtype=_NUMPY_TYPES.get(column_type(c), object)) for c, v in columns.items()}, copy=False
+    )
 
 
 def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pd.DataFrame]], Iterator]:
@@ -84,49 +109,73 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
     it does for copies in different batches or files."""
     clock = StepClock()
     t = time.perf_counter()
-    parsed, errors = [], []
+    loaded, errors = [], []
     for value, source_file, gid, code, message in zip(
         batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"], strict=True
     ):
         if code is not None:  # a file or line that could not be read (read_spec._file_texts)
             errors.append({"graph_id": gid, "error_code": code, "message": message, "source_file": source_file})
             continue
-        result = parse_text(value, source_file, limits)
+        obj, error = load_text(value, source_file, limits)
+        if error is not None:
+            errors.append(error)
+        else:
+            loaded.append((obj, value, source_file))
+    # The columnar checks over the whole batch; the graphs they do not accept are checked one
+    # by one (which names what is wrong). Should the columnar pass itself fail (a bug), every
+    # graph goes the checked way: no graph is lost to it.
+    try:
+        columns, rest = parse_batch([obj for obj, _, _ in loaded])
+    except Exception:
+        columns, rest = parse_batch([]), list(range(len(loaded)))
+    files = [loaded[p][2] for p in columns.positions]
+    parsed = []
+    for p in rest:
+        result = parse_loaded(*loaded[p])
         if isinstance(result, dict):
             errors.append(result)
         else:
-            parsed.append((result, source_file))
-    counts = Counter(pg.graph["graph_id"] for pg, _ in parsed)
-    repeated = [(pg, f) for pg, f in parsed if counts[pg.graph["graph_id"]] > 1]
+            parsed.append((result, loaded[p][2]))
+    counts = Counter([pg.graph["graph_id"] for pg, _ in parsed] + [g["graph_id"] for g in columns.graphs])
+    repeated = [(pg.graph["graph_id"], f, len(pg.nodes)) for pg, f in parsed if counts[pg.graph["graph_id"]] > 1]
+    repeated += [
+        (g["graph_id"], f, n)
+        for g, f, n in zip(columns.graphs, files, columns.node_counts, strict=True)
+        if counts[g["graph_id"]] > 1
+    ]
     parsed = [(pg, f) for pg, f in parsed if counts[pg.graph["graph_id"]] == 1]
+    keep = [counts[g["graph_id"]] == 1 for g in columns.graphs]
+    if not all(keep):
+        columns, files = columns.select(keep), [f for f, k in zip(files, keep, strict=True) if k]
     clock.add("parse+validate", t)
-    rows = _compute_isolated(parsed, clock, raise_in_graph) if parsed else {}
+    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph) if parsed or columns.graphs else {}
     for err in errors:
         rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
         rows.setdefault("graph", []).append(
             {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
         )
-    for pg, source_file in repeated:
-        rows.setdefault("graph", []).append(
-            {"source_file": [source_file], "node_count": [len(pg.nodes)], "graph_id": [pg.graph["graph_id"]]}
-        )
+    for gid, source_file, node_count in repeated:
+        graph_row = {"source_file": [source_file], "node_count": [node_count], "graph_id": [gid]}
+        rows.setdefault("graph", []).append(graph_row)
     return rows, clock
 
 
-def _compute_isolated(parsed: list, clock: StepClock, raise_in_graph: str | None) -> BatchRows:
+def _compute_isolated(
+    parsed: list, columns: ParsedBatch, files: list[str], clock: StepClock, raise_in_graph: str | None
+) -> BatchRows:
     """:func:`compute_batch` over the batch; should its batch-wide part raise (a bug), each
     graph again on its own, so the one that raises gets an INTERNAL_ERROR row with its
     traceback and the others of the batch are still written. (compute_batch itself turns
     an exception inside one graph's steps into that graph's INTERNAL_ERROR row.)"""
     try:
         t = time.perf_counter()
-        frames = _batch_frames(parsed)
+        frames = _batch_frames(parsed, columns, files)
         clock.add("parse+validate", t)  # the parsed rows as the batch's columns
         return compute_batch(*frames, clock, raise_in_graph=raise_in_graph)
     except Exception:
         pass
     out: BatchRows = {}
-    for pg, source_file in parsed:
+    for pg, source_file in parsed + list(zip(columns.parsed_graphs(), files, strict=True)):
         try:
             rows = compute_batch(*_batch_frames([(pg, source_file)]), clock, raise_in_graph=raise_in_graph)
         except Exception:

@@ -107,21 +107,20 @@ def _error(graph_id: str, source_file: str, code: str, message: str) -> dict:
     return {"kind": "error", "graph_id": graph_id, "source_file": source_file, "error_code": code, "message": message}
 
 
-def parse_text(text: str, source_file: str, limits: Limits | None = None) -> ParsedGraph | dict:
-    """One graph's JSON text, contract-checked: a :class:`ParsedGraph`, or its error row."""
+def load_text(text: str, source_file: str, limits: Limits | None = None) -> tuple[Any, dict | None]:
+    """One graph's JSON text loaded: (the JSON value, None), or (None, its error row) for text
+    that is no JSON or a graph over ``limits.max_graph_elements``."""
     limits = limits or Limits()
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         msg = f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
-        return _error(_unparseable_id(text, source_file), source_file, "INVALID_JSON", msg)
+        return None, _error(_unparseable_id(text, source_file), source_file, "INVALID_JSON", msg)
     except RecursionError:
         msg = "not valid JSON here: nested deeper than the JSON parser's recursion limit"
-        return _error(_unparseable_id(text, source_file), source_file, "INVALID_JSON", msg)
+        return None, _error(_unparseable_id(text, source_file), source_file, "INVALID_JSON", msg)
     if _LONE_SURROGATE_RE.search(text):
         obj = _java_strings(obj)
-    gid = obj.get("graph_id") if isinstance(obj, dict) else None
-    gid = gid if isinstance(gid, str) and gid else _unparseable_id(text, source_file)
     if isinstance(obj, dict):
         size = sum(len(obj[k]) for k in ("nodes", "edges") if isinstance(obj.get(k), list))
         if size > limits.max_graph_elements:
@@ -129,13 +128,30 @@ def parse_text(text: str, source_file: str, limits: Limits | None = None) -> Par
                 f"the graph has {size} nodes+edges, more than limits.max_graph_elements={limits.max_graph_elements}; "
                 "raise it in conf/pipeline.json (or --set limits.max_graph_elements=N) if the workers have the memory"
             )
-            return _error(gid, source_file, "GRAPH_TOO_LARGE", msg)
+            return None, _error(_graph_id(obj, text, source_file), source_file, "GRAPH_TOO_LARGE", msg)
+    return obj, None
+
+
+def _graph_id(obj: Any, text: str, source_file: str) -> str:
+    gid = obj.get("graph_id") if isinstance(obj, dict) else None
+    return gid if isinstance(gid, str) and gid else _unparseable_id(text, source_file)
+
+
+def parse_loaded(obj: Any, text: str, source_file: str) -> ParsedGraph | dict:
+    """A loaded graph, contract-checked one by one (:func:`udfs.spec_contract.parse_graph`):
+    a :class:`ParsedGraph`, or its error row."""
     try:
         return parse_graph(obj)
     except ContractError as e:
-        return _error(gid, source_file, e.code, str(e))
+        return _error(_graph_id(obj, text, source_file), source_file, e.code, str(e))
     except Exception:  # a bug in the contract check: this graph only, with the traceback
-        return _error(gid, source_file, "INTERNAL_ERROR", internal_message())
+        return _error(_graph_id(obj, text, source_file), source_file, "INTERNAL_ERROR", internal_message())
+
+
+def parse_text(text: str, source_file: str, limits: Limits | None = None) -> ParsedGraph | dict:
+    """One graph's JSON text, contract-checked: a :class:`ParsedGraph`, or its error row."""
+    obj, error = load_text(text, source_file, limits)
+    return error if error is not None else parse_loaded(obj, text, source_file)
 
 
 def internal_message(limit: int = 4000) -> str:

@@ -167,8 +167,9 @@ def _require(obj: dict[str, Any], key: str, what: str) -> Any:
     return obj[key]
 
 
-def parse_graph(obj: Any) -> ParsedGraph:
-    """Apply SPEC defaults and check the contract; raises ContractError on the first breach."""
+def graph_fields(obj: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """The graph-level fields with their SPEC defaults, and the raw node and edge lists;
+    raises ContractError on a breach at the graph level."""
     if not isinstance(obj, dict):
         raise ContractError("BAD_FIELD", "a graph must be a JSON object")
     graph_id = _require(obj, "graph_id", "the graph")
@@ -198,6 +199,18 @@ def parse_graph(obj: Any) -> ParsedGraph:
     if not isinstance(raw_edges, list):
         raise ContractError("BAD_FIELD", "edges must be a list")
 
+    return graph, raw_nodes, raw_edges
+
+
+def parse_graph(obj: Any) -> ParsedGraph:
+    """Apply SPEC defaults and check the contract; raises ContractError on the first breach.
+
+    This is the checked path, one graph at a time: the authority on what the contract
+    accepts and on the error that names a breach. The pipeline runs the columnar fast path
+    over whole batches (:mod:`udfs.spec_batch`) and this only for the graphs that path does
+    not accept."""
+    graph, raw_nodes, raw_edges = graph_fields(obj)
+    graph_id = graph["graph_id"]
     ids = [_int(_require(_object(n, f"node #{i}"), "id", "a node"), "node id") for i, n in enumerate(raw_nodes)]
     dupes = sorted(i for i, c in Counter(ids).items() if c > 1)
     if dupes:
@@ -207,18 +220,14 @@ def parse_graph(obj: Any) -> ParsedGraph:
     edges = []
     in_degree: Counter[int] = Counter()
     for idx, e in enumerate(raw_edges):
-        row = _edge_row_fast(e, idx, known, graph_id)
-        if row is None:  # something unusual: the checked path names it (or accepts it)
-            row = _edge_row_checked(e, idx, known, graph_id)
+        row = _edge_row_checked(e, idx, known, graph_id)
         edges.append(row)
         in_degree[row["target"]] += 1
 
     nodes = []
     uids: Counter[str] = Counter()
     for n in raw_nodes:
-        row = _node_row_fast(n, in_degree, graph_id)
-        if row is None:
-            row = _node_row_checked(n, in_degree, graph_id)
+        row = _node_row_checked(n, in_degree, graph_id)
         if row["uid"] is not None:
             uids[row["uid"]] += 1
         nodes.append(row)
@@ -282,10 +291,8 @@ def _check_batch_partitioners(graph: dict[str, Any], edges: list[dict[str, Any]]
     raise ContractError("FLINK_REJECTED", FFU_NOT_DYNAMIC)
 
 
-# The fast paths accept exactly the rows the checked paths accept, and build the same
-# dicts; anything else (a wrong type, an unknown enum, a missing field) goes to the
-# checked path, which raises the error that names it. Parsing is a third of the work
-# per node, and most of it was these checks' function calls (bench/results/profile-*).
+# The value sets of the checks, here and in the columnar path over whole batches
+# (udfs/spec_batch.py), which accepts exactly the graphs parse_graph accepts.
 _PARTITIONER_SET = frozenset(PARTITIONERS)
 
 
@@ -320,40 +327,6 @@ _STRATEGY_SET = frozenset(CHAINING_STRATEGIES)
 _SOURCE_KIND_SET = frozenset(SOURCE_KINDS)
 
 
-def _edge_row_fast(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str, Any] | None:
-    if type(e) is not dict:
-        return None
-    get = e.get
-    s, t = get("source"), get("target")
-    if type(s) is not int or type(t) is not int or s not in known or t not in known:
-        return None
-    partitioner = get("partitioner", "FORWARD")
-    mode = get("exchange_mode", "UNDEFINED")
-    type_number = get("type_number", 0)
-    if (
-        type(partitioner) is not str
-        or (partitioner not in _PARTITIONER_SET and not is_named_hash(partitioner))
-        or type(mode) is not str
-        or mode not in _EXCHANGE_SET
-        or type(type_number) is not int
-        or not JAVA_INT_MIN <= type_number <= JAVA_INT_MAX
-    ):
-        return None
-    tag = get("output_tag")
-    if tag is not None and type(tag) is not str:
-        return None
-    return {
-        "graph_id": graph_id,
-        "edge_idx": idx,
-        "source": s,
-        "target": t,
-        "partitioner": partitioner,
-        "exchange_mode": mode,
-        "type_number": type_number,
-        "output_tag": tag,
-    }
-
-
 def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[str, Any]:
     where = f"edge #{idx}"
     _object(e, where)
@@ -378,10 +351,10 @@ def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[
 def _node_row_raw(n: dict[str, Any], in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
     """The node's row with the SPEC defaults applied but nothing checked yet.
 
-    Both paths start here, so the defaults (and the columns) are written once: the fast path
-    then only tests the values, the checked path names the first one that is wrong. A default
-    derived from a wrong value (a source kind from a non-bool ``is_source``) is never kept:
-    both paths reject the value it came from.
+    The checked path then names the first value that is wrong. A default derived from a
+    wrong value (a source kind from a non-bool ``is_source``) is never kept: the value it
+    came from is rejected. (udfs/spec_batch.py applies the same defaults column-wise;
+    tests/test_spec_contract.py checks both give the same rows.)
     """
     get = n.get
     nid = n["id"]
@@ -408,39 +381,6 @@ def _node_row_raw(n: dict[str, Any], in_degree: Counter[int], graph_id: str) -> 
         "has_operator": has_operator,
         "parallelism_configured": get("parallelism_configured", False),
     }
-
-
-def _node_row_fast(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any] | None:
-    row = _node_row_raw(n, in_degree, graph_id)
-    parallelism = row["parallelism"]
-    max_par = row["max_parallelism"]
-    if (
-        type(row["name"]) is not str
-        or type(parallelism) is not int
-        or not (1 <= parallelism <= JAVA_INT_MAX or parallelism == PARALLELISM_DEFAULT)
-        or type(max_par) is not int
-        or not JAVA_INT_MIN <= max_par <= JAVA_INT_MAX
-        or type(row["is_source"]) is not bool
-        or type(row["has_operator"]) is not bool
-        or type(row["yielding"]) is not bool
-        or type(row["parallelism_configured"]) is not bool
-    ):
-        return None
-    source_kind = row["source_kind"]
-    if source_kind is not None and (type(source_kind) is not str or source_kind not in _SOURCE_KIND_SET):
-        return None
-    strategy = row["chaining_strategy"]
-    if strategy is not None and (type(strategy) is not str or strategy not in _STRATEGY_SET):
-        return None
-    uid, ssg = row["uid"], row["slot_sharing_group"]
-    if (uid is not None and type(uid) is not str) or (ssg is not None and type(ssg) is not str):
-        return None
-    uid_hash = row["uid_hash"]
-    if uid_hash is not None:
-        if type(uid_hash) is not str or not UID_HASH_RE.fullmatch(uid_hash):
-            return None
-        row["uid_hash"] = uid_hash.lower()
-    return row
 
 
 def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[str, Any]:
