@@ -116,7 +116,7 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
         if code is not None:  # a file or line that could not be read (read_spec._file_texts)
             errors.append({"graph_id": gid, "error_code": code, "message": message, "source_file": source_file})
             continue
-        obj, error = load_text(value, source_file, limits)
+        obj, error = load_text(value, source_file, limits, fast=True)
         if error is not None:
             errors.append(error)
         else:
@@ -131,7 +131,9 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
     files = [loaded[p][2] for p in columns.positions]
     parsed = []
     for p in rest:
-        result = parse_loaded(*loaded[p])
+        _, value, source_file = loaded[p]
+        obj, error = load_text(value, source_file, limits)  # json's values, for parse_graph's errors
+        result = error if error is not None else parse_loaded(obj, value, source_file)
         if isinstance(result, dict):
             errors.append(result)
         else:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
+import orjson
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -107,12 +108,30 @@ def _error(graph_id: str, source_file: str, code: str, message: str) -> dict:
     return {"kind": "error", "graph_id": graph_id, "source_file": source_file, "error_code": code, "message": message}
 
 
-def load_text(text: str, source_file: str, limits: Limits | None = None) -> tuple[Any, dict | None]:
+def load_text(
+    text: str, source_file: str, limits: Limits | None = None, fast: bool = False
+) -> tuple[Any, dict | None]:
     """One graph's JSON text loaded: (the JSON value, None), or (None, its error row) for text
-    that is no JSON or a graph over ``limits.max_graph_elements``."""
+    that is no JSON or a graph over ``limits.max_graph_elements``.
+
+    ``fast``: parse with orjson (fleet specs: 0.17 s per 1k graphs, json 0.33 s) and leave to
+    json only what orjson refuses (lone surrogate escapes, NaN, text that is no JSON, whose
+    error json words). orjson also reads an integer past 64 bits as a float, which no field of
+    the contract accepts: the columnar checks refuse such a graph, and the caller re-loads
+    what they refuse without ``fast`` before the checked path names the breach, so every
+    contract error is worded from json's values. (One difference stays: valid JSON nested
+    1,000-1,024 deep in a field the contract ignores loads, where json hit its recursion
+    limit and called it INVALID_JSON.)"""
     limits = limits or Limits()
+    obj = None
+    if fast:
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     try:
-        obj = json.loads(text)
+        if obj is None:
+            obj = json.loads(text)
     except json.JSONDecodeError as e:
         msg = f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
         return None, _error(_unparseable_id(text, source_file), source_file, "INVALID_JSON", msg)

@@ -177,6 +177,54 @@ def test_lone_surrogates_become_question_marks_as_in_java():
     assert parse_text(text, "f").nodes[0]["uid"] == "u?"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": "u\\udc00"}',  # a lone surrogate escape: orjson refuses it (and Java reads "?")
+        '{"a": NaN, "b": -Infinity}',  # not JSON, but Python's json reads it
+        '{"a": 1.5e300, "b": -0.0, "c": "\\u00e9\\n", "d": [true, null]}',
+        '{"a": 1,}',
+        '{"a": [1, 2}',
+        "",
+        "[" * 5000 + "]" * 5000,
+    ],
+)
+def test_load_text_reads_what_json_reads_and_words_errors_as_json_does(text):
+    """load_text(fast=True) parses with orjson and leaves to json what orjson refuses: the
+    value, or the INVALID_JSON message with json's wording and position, is json's."""
+    from pipeline.read_spec import _LONE_SURROGATE_RE, _java_strings, load_text
+
+    obj, error = load_text(text, "f.jsonl", fast=True)
+    try:
+        expected = json.loads(text)
+        expected = _java_strings(expected) if _LONE_SURROGATE_RE.search(text) else expected
+    except json.JSONDecodeError as e:
+        assert obj is None and error["error_code"] == "INVALID_JSON"
+        assert error["message"] == f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        return
+    except RecursionError:
+        assert obj is None and error["error_code"] == "INVALID_JSON" and "nested deeper" in error["message"]
+        return
+    assert error is None
+    assert json.dumps(obj) == json.dumps(expected)  # NaN == NaN here, and -0.0 keeps its sign
+
+
+@pytest.mark.parametrize("big", ["123456789012345678901234567890", "18446744073709551616", "-9223372036854775809"])
+def test_an_integer_past_64_bits_gets_the_error_json_values_give(big):
+    """orjson reads an integer past 64 bits as a float; the batch path re-loads the graphs its
+    columnar checks refuse with json, so the contract error names the integer, as before."""
+    from pipeline.fused import _batch_rows
+    from pipeline.read_spec import Limits, parse_text
+
+    text = json.dumps(_variant("big")).replace('"parallelism": 2', f'"parallelism": {big}', 1)
+    assert big in text
+    expected = parse_text(text, "f")  # json alone
+    rows, _ = _batch_rows(_texts_batch(GOOD, text), Limits(), None)
+    (error,) = rows["error"]
+    assert (error["error_code"][0], error["message"][0]) == (expected["error_code"], expected["message"])
+    assert big in expected["message"]
+
+
 def test_gzip_members_are_read_wherever_the_pieces_fed_to_zlib_end():
     """A file of several gzip members (``cat a.gz b.gz``, or a writer that flushes members)
     is one text: the next member is found wherever it starts relative to the pieces the
