@@ -200,7 +200,7 @@ def _typed(columns: Iterable[str], **types: T.DataType) -> dict[str, T.DataType]
 _INT = T.IntegerType()
 
 # The per-graph stage's kinds (:mod:`pipeline.fused`): the output tables' rows without
-# graph_id, a vertex's operator-id lists as comma-joined text (udfs.graph_batch.graph_rows
+# graph_id, a vertex's operator-id lists as comma-joined text (udfs.job_graph_rows
 # says why), and the stage's own kinds.
 FUSED_ROWS = RowCodec(
     {

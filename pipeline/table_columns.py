@@ -2,11 +2,12 @@
 
 The stream tables' columns (``stream_graphs``, ``stream_nodes``, ``stream_edges``,
 ``graph_errors``) are the rows of :mod:`udfs.spec_contract`; the output tables'
-(``operators``, ``job_vertices``, ``job_edges``) are below. Their rows are built per graph by
-:func:`udfs.graph_steps.job_graph_arrays` (Flink's ``createChain`` order: chain index,
-names, operator-ID order, vertex order, job-edge input order) inside the one per-graph
-stage (:mod:`pipeline.fused`). A column name means the same thing, with the same type, in
-every table: :func:`column_type` and :func:`struct` give the Spark side of it.
+(``operators``, ``job_vertices``, ``job_edges``) are below. Their rows come from each graph's
+``createChain`` walk (:func:`udfs.graph_steps.walk_graph`: chain index, names, operator-ID
+order, vertex order, job-edge input order), built for a whole batch of graphs at once
+(:mod:`udfs.job_graph_rows`) inside the one per-graph stage (:mod:`pipeline.fused`). A column
+name means the same thing, with the same type, in every table: :func:`column_type` and
+:func:`struct` give the Spark side of it.
 """
 
 from __future__ import annotations

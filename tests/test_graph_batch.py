@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -59,3 +60,32 @@ def test_rule_flags_by_index_arithmetic_equal_the_merged_rows(path, monkeypatch)
     assert len(merged) == len(want) == len(got) == len(edges) > 0
     for f in FLAGS:
         assert (merged[f"{f}_want"] == merged[f"{f}_got"]).all(), f
+
+
+def _rows(rows: dict) -> dict[str, pd.DataFrame]:
+    return {kind: graph_batch.concat_columns(parts) for kind, parts in rows.items()}
+
+
+BATCH_GOLDEN = sorted((Path(__file__).resolve().parent / "golden" / "batch").glob("flink-*.jsonl.gz"))
+
+
+@pytest.mark.parametrize("path", vector_files() + BATCH_GOLDEN, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_batchs_job_graph_rows_equal_each_graph_computed_alone(path):
+    """The rows after the createChain walk are built once over the whole batch, each graph's
+    walk shifted by its offset in the batch's columns: every kind of row must be the one each
+    graph gets alone (a batch of one), row for row and in order, Flink's rejections and
+    dynamic graphs' parallelism included."""
+    parsed = list(_parsed(path))[:300]
+    batch = _rows(graph_batch.compute_batch(*_batch_frames(parsed)))
+    alone: dict[str, list[pd.DataFrame]] = {}
+    for pg in parsed:
+        for kind, frame in _rows(graph_batch.compute_batch(*_batch_frames([pg]))).items():
+            alone.setdefault(kind, []).append(frame)
+    assert set(batch) == set(alone)
+    assert len(batch["operator"]) > 0 and len(batch["vertex"]) > 0 and len(batch["job_edge"]) > 0
+    for kind, frames in alone.items():
+        want = pd.concat(frames, ignore_index=True)
+        got = batch[kind][list(want.columns)]
+        assert len(got) == len(want), kind
+        for column in want.columns:
+            assert got[column].astype(str).tolist() == want[column].astype(str).tolist(), (kind, column)

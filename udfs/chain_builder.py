@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -28,14 +29,19 @@ POINTWISE_PARTITIONERS = frozenset({"FORWARD", "RESCALE", "FORWARD_FOR_CONSECUTI
 
 @dataclass
 class ChainWalk:
-    vertex_of: np.ndarray  # node position -> head node position of its JobVertex
-    chain_index: np.ndarray
-    is_chain_head: np.ndarray
-    is_chain_end: np.ndarray
-    in_vertex_operator_ids: np.ndarray
+    """One graph's walk as plain lists (node positions are the graph's own): the batch's
+    JobGraph rows are built from many graphs' lists at once (:mod:`udfs.job_graph_rows`)."""
+
+    vertex_of: list[int]  # node position -> head node position of its JobVertex
+    chain_index: list[int]
+    is_chain_head: list[bool]
+    is_chain_end: list[bool]
+    in_vertex_operator_ids: list[bool]
     vertex_heads: list[int] = field(default_factory=list)  # JobGraph order
-    vertex_names: dict[int, str] = field(default_factory=dict)
-    vertex_operators: dict[int, list[int]] = field(default_factory=dict)  # post-order
+    vertex_names: list[str] = field(default_factory=list)  # aligned with vertex_heads
+    # every vertex's operators (post-order), vertex after vertex in JobGraph order
+    vertex_members: list[int] = field(default_factory=list)
+    vertex_sizes: list[int] = field(default_factory=list)  # aligned with vertex_heads
     # (source vertex head, target vertex head, edge position, input index)
     job_edges: list[tuple[int, int, int, int]] = field(default_factory=list)
 
@@ -186,15 +192,17 @@ def walk_chains(
         in_vertex[s] = False
 
     walk = ChainWalk(
-        vertex_of=np.array(vertex_of, dtype=np.int64),
-        chain_index=np.array(chain_index, dtype=np.int64),
-        is_chain_head=np.array(is_chain_head, dtype=bool),
-        is_chain_end=np.array(is_chain_end, dtype=bool),
-        in_vertex_operator_ids=np.array(in_vertex, dtype=bool),
+        vertex_of=vertex_of,
+        chain_index=chain_index,
+        is_chain_head=is_chain_head,
+        is_chain_end=is_chain_end,
+        in_vertex_operator_ids=in_vertex,
         vertex_heads=vertex_heads,
-        vertex_names=vertex_names,
-        vertex_operators=vertex_operators,
+        vertex_names=[vertex_names[h] for h in vertex_heads],
+        vertex_sizes=[len(vertex_operators[h]) for h in vertex_heads],
     )
+    for head in vertex_heads:
+        walk.vertex_members.extend(vertex_operators[head])
     inputs_per_vertex: dict[int, int] = {}
     for head in vertex_heads:
         for e in transitive[head]:
@@ -234,5 +242,6 @@ def chained_name(head: int, name_parts: dict[int, tuple[str, list[int]]]) -> str
     return "".join(out)
 
 
+@cache  # asked per job edge, of a handful of distinct partitioners
 def distribution_pattern(partitioner: str) -> str:
     return "POINTWISE" if partitioner.split("[", 1)[0] in POINTWISE_PARTITIONERS else "ALL_TO_ALL"

@@ -3,11 +3,12 @@
 The fused pipeline (:mod:`pipeline.fused`) hands one Arrow batch of graphs -- hundreds
 of them -- to :func:`compute_batch`. Work that is the same for every edge (the local
 chaining rules of :mod:`udfs.chaining_rules`) runs once over the whole batch, vectorised.
-The rest is per graph and runs on plain numpy arrays (:class:`GraphArrays`): the
-yielding rule, the hasher's traversal and layer-by-layer hashes
-(:mod:`udfs.hash_layers`), and the ``createChain`` walk (:mod:`udfs.chain_builder`).
-No pandas object is built per graph: for graphs of a hundred nodes its fixed cost per
-call was most of the time (bench/results/profile-*).
+So do the yielding rule and the hasher's supersteps (:mod:`udfs.hash_layers`), over the
+batch as one graph of disjoint parts. Only the ``createChain`` walk (:mod:`udfs.chain_builder`)
+runs per graph, on plain numpy arrays (:class:`GraphArrays`); the rows it leads to are built
+for the whole batch at once (:mod:`udfs.job_graph_rows`). No pandas object is built per
+graph: for graphs of a hundred nodes its fixed cost per call was most of the time
+(bench/results/profile-*).
 
 The rows come back by kind (``operator``, ``vertex``, ``job_edge``, ``chain_edge``,
 ``stats``, ``graph``, ``error``, ``timing``), each a dict of columns; the caller turns
@@ -26,8 +27,9 @@ import pandas as pd
 
 from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.graph_arrays import BatchGraph, Columns, GraphArrays
-from udfs.graph_steps import flink_rejection, job_graph_arrays
+from udfs.graph_steps import dynamic_parallelism, walk_graph
 from udfs.hash_layers import BatchHashes, hash_batch
+from udfs.job_graph_rows import BatchLayout, WalkedGraph, job_graph_rows
 from udfs.murmur3 import to_hex
 from udfs.spec_contract import NODE_COLUMNS
 from udfs.yielding_rule import apply_yielding_rule
@@ -146,37 +148,37 @@ def compute_batch(
     hashed = _hash_step(BatchGraph.build(node_codes, len(graphs), up, down), ncols, ecols, flags)
     t = clock.add("hashing", t)
 
-    out: BatchRows = {}
-    for i, graph in enumerate(graphs.to_dict("records")):
-        gid = graph["graph_id"]
+    records = graphs.to_dict("records")
+    walked: list[WalkedGraph] = []
+    failed: dict[int, tuple[str, str]] = {}  # graph code -> error code and message
+    for i, graph in enumerate(records):
         a, b, c, d = node_start[i], node_end[i], edge_start[i], edge_end[i]
-        n = int(b - a)
         try:
-            if gid == raise_in_graph:
-                raise RuntimeError(f"testing.raise_in_graph names graph {gid!r}: raising inside its per-graph steps")
+            if graph["graph_id"] == raise_in_graph:
+                raise RuntimeError(
+                    f"testing.raise_in_graph names graph {graph['graph_id']!r}: raising inside its per-graph steps"
+                )
             error = hashed.errors.get(i)
             if error is not None:
-                rows = {"graph": {"source_file": [graph.get("source_file")], "node_count": [n]}}
-                rows["error"] = _error(error.code, str(error), graph.get("source_file"))
-            else:
-                g = GraphArrays.from_columns(
-                    {k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()}
-                )
-                stats = {
-                    "bfs_levels": [len(hashed.traversal.frontier_sizes[i])],
-                    "hash_layers": [int(hashed.layers[i])],
-                    "frontier_sizes": [hashed.traversal.frontier_sizes[i]],
-                }
-                rows = graph_rows(g, graph, stats)
+                failed[i] = (error.code, str(error))
+                continue
+            g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
+            walk = walk_graph(g, graph)
+            walked.append(WalkedGraph(i, walk, dynamic_parallelism(g, walk, graph)))
         except Exception:
             if not isolate:
                 raise
-            rows = {"graph": {"source_file": [graph.get("source_file")], "node_count": [n]}}
-            rows["error"] = _error("INTERNAL_ERROR", _traceback_message(), graph.get("source_file"))
+            failed[i] = ("INTERNAL_ERROR", _traceback_message())
+    layout = BatchLayout(ncols, ecols, up, down, node_start, node_end, edge_start, edge_end)
+    rows, rejected = job_graph_rows(records, layout, walked)
+    failed.update((i, ("FLINK_REJECTED", message)) for i, message in rejected.items())
+    out: BatchRows = {"graph": [_graph_rows(graphs, node_end - node_start)]}
+    if walked:
+        out["stats"] = [_stats_rows(graphs, hashed, [w.code for w in walked])]
         for kind, cols in rows.items():
-            k = len(next(iter(cols.values())))
-            cols["graph_id"] = np.full(k, gid, dtype=object)
-            out.setdefault(kind, []).append(cols)
+            out[kind] = [cols]
+    if failed:
+        out["error"] = [_error_rows(graphs, failed)]
     clock.add("vertices+edges", t)
     return out
 
@@ -201,46 +203,44 @@ def _hash_step(bg: BatchGraph, ncols: Columns, ecols: Columns, flags: pd.DataFra
     return hashed
 
 
-def graph_rows(g: GraphArrays, graph: dict, stats_row: dict) -> dict[str, Columns]:
-    """One hashed graph's rows by kind (without graph_id); a graph Flink rejects yields an
-    error row."""
-    source_file = graph.get("source_file")
-    summary = {"source_file": [source_file], "node_count": [g.n]}
-    operators, vertices, job_edges = job_graph_arrays(g, graph)
-    rejection = flink_rejection(graph, vertices, job_edges)
-    if rejection is not None:
-        return {"graph": summary, "stats": stats_row, "error": _error("FLINK_REJECTED", rejection, source_file)}
-    # Operator-ID lists travel as comma-joined text (an id is hex; "" stands for a null
-    # user id): Arrow converts a list column element by element in Python, which was
-    # a third of the cost of handing the rows to Spark. Spark splits them again.
-    vertices["operator_ids_text"] = [",".join(ids) for ids in vertices.pop("operator_ids")]
-    vertices["user_operator_ids_text"] = [",".join(i or "" for i in ids) for ids in vertices.pop("user_operator_ids")]
-    operators["hash_source"] = g.nodes["hash_source"]
-    operators["hash_position"] = g.nodes["hash_position"]
-    operators["flink_version"] = np.full(g.n, graph["flink_version"], dtype=object)
-    # The chainable edges createChain follows: all but those out of a FLIP-27 source that
-    # runs inside its HEAD_WITH_SOURCES target (Flink enters that chain at the target), so
-    # each connected component is one chain with its head as the root.
-    chainable = np.asarray(g.edges["chainable"], dtype=bool) & operators["in_vertex_operator_ids"][g.src]
-    chain_edges = {"source_node_id": g.node_ids[g.src[chainable]], "target_node_id": g.node_ids[g.dst[chainable]]}
+def _graph_rows(graphs: pd.DataFrame, node_counts: np.ndarray) -> Columns:
     return {
-        "graph": summary,
-        "stats": stats_row,
-        "operator": operators,
-        "vertex": vertices,
-        "job_edge": job_edges,
-        "chain_edge": chain_edges,
+        "graph_id": graphs["graph_id"].to_numpy(dtype=object),
+        "source_file": _source_files(graphs),
+        "node_count": np.asarray(node_counts, dtype=np.int64),
     }
+
+
+def _stats_rows(graphs: pd.DataFrame, hashed: BatchHashes, codes: list[int]) -> Columns:
+    frontiers = [hashed.traversal.frontier_sizes[i] for i in codes]
+    return {
+        "graph_id": graphs["graph_id"].to_numpy(dtype=object)[codes],
+        "bfs_levels": np.array([len(f) for f in frontiers], dtype=np.int64),
+        "hash_layers": np.asarray(hashed.layers, dtype=np.int64)[codes],
+        "frontier_sizes": frontiers,
+    }
+
+
+def _error_rows(graphs: pd.DataFrame, failed: dict[int, tuple[str, str]]) -> Columns:
+    codes = sorted(failed)
+    return {
+        "graph_id": graphs["graph_id"].to_numpy(dtype=object)[codes],
+        "error_code": [failed[i][0] for i in codes],
+        "message": [failed[i][1] for i in codes],
+        "source_file": _source_files(graphs)[codes],
+    }
+
+
+def _source_files(graphs: pd.DataFrame) -> np.ndarray:
+    if "source_file" in graphs:
+        return graphs["source_file"].to_numpy(dtype=object)
+    return np.full(len(graphs), None, dtype=object)
 
 
 def _traceback_message(limit: int = 4000) -> str:
     """The current exception's traceback as an error message (its last ``limit`` chars)."""
     text = "internal error, please report it with this graph: " + traceback.format_exc()
     return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def _error(code: str, message: str, source_file: str | None) -> Columns:
-    return {"error_code": [code], "message": [message], "source_file": [source_file]}
 
 
 def concat_columns(parts: Iterable[Columns]) -> pd.DataFrame:

@@ -1,7 +1,9 @@
-"""The per-graph steps after hashing: the JobGraph (createChain walk, vertices, job edges,
-Flink's own rejections), on one graph's numpy arrays (:class:`GraphArrays`).
+"""The per-graph steps after hashing: the createChain walk by the graph's Flink version, a
+dynamic graph's vertex parallelism, and Flink's own rejections of the built JobGraph, on one
+graph's numpy arrays (:class:`GraphArrays`).
 
-:func:`udfs.graph_batch.compute_batch` runs them for every hashed graph of a batch. None of
+:func:`udfs.graph_batch.compute_batch` runs them for every hashed graph of a batch;
+:mod:`udfs.job_graph_rows` turns the walks into rows for the whole batch at once. None of
 them touches Spark.
 """
 
@@ -10,28 +12,27 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from udfs.chain_builder import chained_source_targets, distribution_pattern, walk_chains
+from udfs.chain_builder import ChainWalk, chained_source_targets, walk_chains
 from udfs.flink_profiles import batch_rules, load_profile
 from udfs.graph_arrays import Columns, GraphArrays
 
+HYBRID_EXCHANGE_MODES = ["HYBRID_FULL", "HYBRID_SELECTIVE"]
 
-def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Columns]:
-    """createChain order, chained names, operator lists and job edges for one graph.
 
-    ``g.nodes`` carries operator_id; ``g.edges`` the final ``chainable``/``chainable_input``
-    flags. Columns carry no graph_id: the caller knows it. (The chains walked here are
-    checked against the connected components of the chainable edges on the Spark side,
-    :func:`pipeline.chains.walk_disagreements`.)
-    """
+def walk_graph(g: GraphArrays, graph: dict) -> ChainWalk:
+    """createChain order, chained names, operator lists and job edges for one graph, by the
+    rules of its Flink version. ``g.nodes`` carries operator_id; ``g.edges`` the final
+    ``chainable``/``chainable_input`` flags. (The chains walked here are checked against the
+    connected components of the chainable edges on the Spark side,
+    :func:`pipeline.chains.walk_disagreements`.)"""
     profile = load_profile(graph["flink_version"])
-    chainable = np.asarray(g.edges["chainable"], dtype=bool)
     is_source = np.asarray(g.nodes["is_source"], dtype=bool)
     chained = chained_source_targets(
         g, is_source, np.asarray(g.edges["chainable_input"], dtype=bool), profile.chained_sources
     )
-    walk = walk_chains(
+    return walk_chains(
         g,
-        chainable,
+        np.asarray(g.edges["chainable"], dtype=bool),
         is_source,
         chained,
         entry_order=profile.entry_order,
@@ -40,55 +41,33 @@ def job_graph_arrays(g: GraphArrays, graph: dict) -> tuple[Columns, Columns, Col
         source_id_order=_as_list(graph.get("source_id_order")),
     )
 
-    op_ids = np.asarray(g.nodes["operator_id"], dtype=object)
-    user_ids = np.asarray(g.nodes["uid_hash"], dtype=object)
-    heads = walk.vertex_of
-    operators = {
-        "node_id": g.node_ids,
-        "name": g.nodes["name"],
-        "uid": g.nodes["uid"],
-        "operator_id": op_ids,
-        "user_operator_id": user_ids,
-        "jobvertex_id": op_ids[heads],
-        "chain_head_node_id": g.node_ids[heads],
-        "chain_index": walk.chain_index,
-        "is_chain_head": walk.is_chain_head,
-        "is_chain_end": walk.is_chain_end,
-        "in_vertex_operator_ids": walk.in_vertex_operator_ids,
-    }
+
+def _dynamic(graph: dict) -> bool:
+    """Whether createJobGraph sets this graph's vertex parallelism as a dynamic graph's."""
+    rules = batch_rules(graph["flink_version"])
+    return _as_bool(graph.get("dynamic")) and bool(rules.get("dynamic_vertex_parallelism"))
+
+
+def dynamic_parallelism(g: GraphArrays, walk: ChainWalk, graph: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """A dynamic graph's vertex parallelism and max parallelism, aligned with
+    ``walk.vertex_heads`` (:func:`dynamic_vertex_parallelism`); None for other graphs,
+    whose vertices take their head's."""
+    if not _dynamic(graph):
+        return None
     vh = np.asarray(walk.vertex_heads, dtype=np.int64)
     je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
-    src_v, dst_v, eidx, inputs = je[:, 0], je[:, 1], je[:, 2], je[:, 3]
-    partitioners = job_edge_partitioners(np.asarray(g.edges["partitioner"], dtype=object)[eidx])
-    parallelism = np.asarray(g.nodes["parallelism"])[vh]
-    max_parallelism = np.asarray(g.nodes["max_parallelism"])[vh]
-    if _as_bool(graph.get("dynamic")) and batch_rules(graph["flink_version"]).get("dynamic_vertex_parallelism"):
-        parallelism, max_parallelism = dynamic_vertex_parallelism(
-            g, walk.vertex_of, vh, parallelism, max_parallelism, src_v, dst_v, partitioners, graph
-        )
-    vertices = {
-        "vertex_order": np.arange(len(vh), dtype=np.int64),
-        "jobvertex_id": op_ids[vh],
-        "head_node_id": g.node_ids[vh],
-        "name": np.array([walk.vertex_names[h] for h in walk.vertex_heads], dtype=object),
-        "parallelism": parallelism,
-        "max_parallelism": max_parallelism,
-        "slot_sharing_group": np.asarray(g.nodes["slot_sharing_group"], dtype=object)[vh],
-        "operator_ids": [[op_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
-        "user_operator_ids": [[user_ids[v] for v in walk.vertex_operators[h]] for h in walk.vertex_heads],
-    }
-    job_edges = {
-        "source_jobvertex_id": op_ids[src_v],
-        "target_jobvertex_id": op_ids[dst_v],
-        "source_node_id": g.node_ids[g.src[eidx]],
-        "target_node_id": g.node_ids[g.dst[eidx]],
-        "ship_strategy": partitioners,
-        "distribution_pattern": np.array([distribution_pattern(p) for p in partitioners], dtype=object),
-        "input_index": inputs,
-        "edge_idx": np.asarray(g.edges["edge_idx"], dtype=np.int64)[eidx],
-        "exchange_mode": np.asarray(g.edges["exchange_mode"], dtype=object)[eidx],
-    }
-    return operators, vertices, job_edges
+    partitioners = job_edge_partitioners(np.asarray(g.edges["partitioner"], dtype=object)[je[:, 2]])
+    return dynamic_vertex_parallelism(
+        g,
+        np.asarray(walk.vertex_of, dtype=np.int64),
+        vh,
+        np.asarray(g.nodes["parallelism"])[vh],
+        np.asarray(g.nodes["max_parallelism"])[vh],
+        je[:, 0],
+        je[:, 1],
+        partitioners,
+        graph,
+    )
 
 
 def job_edge_partitioners(partitioners: np.ndarray) -> np.ndarray:
@@ -200,11 +179,11 @@ def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Co
     when any vertex has a non-default slot sharing group (checked second).
     """
     profile = load_profile(graph["flink_version"])
-    if _as_bool(graph.get("dynamic")) and batch_rules(graph["flink_version"]).get("dynamic_vertex_parallelism"):
+    if _dynamic(graph):
         problem = _forward_group_max_parallelism(vertices, job_edges)
         if problem is not None:
             return problem
-    hybrid = np.isin(np.asarray(job_edges["exchange_mode"], dtype=object), ["HYBRID_FULL", "HYBRID_SELECTIVE"]).any()
+    hybrid = np.isin(np.asarray(job_edges["exchange_mode"], dtype=object), HYBRID_EXCHANGE_MODES).any()
     if not hybrid:
         return None
     for check in profile.hybrid_checks:
