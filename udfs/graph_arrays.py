@@ -109,12 +109,16 @@ class BatchGraph:
         return _gather(self.out_ptr, self.out_eid, nodes)
 
 
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + k)`` for each start ``s`` and count ``k``: the
+    positions of many runs at once (a batch's per-graph slices, a CSR row's entries)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    first = np.cumsum(counts) - counts  # where each run starts in the output
+    return np.repeat(np.asarray(starts, dtype=np.int64) - first, counts) + np.arange(int(counts.sum()))
+
+
 def _gather(ptr: np.ndarray, eid: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = ptr[nodes]
     lens = ptr[nodes + 1] - starts
-    total = int(lens.sum())
     owner = np.repeat(np.arange(len(nodes)), lens)
-    if total == 0:
-        return eid[:0], owner
-    offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-    return eid[np.repeat(starts, lens) + offsets], owner
+    return eid[ranges(starts, lens)], owner

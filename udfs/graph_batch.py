@@ -27,7 +27,7 @@ import pandas as pd
 
 from udfs.chaining_rules import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.graph_arrays import BatchGraph, Columns, GraphArrays
-from udfs.graph_steps import dynamic_parallelism, walk_graph
+from udfs.graph_steps import walk_graph
 from udfs.hash_layers import BatchHashes, hash_batch
 from udfs.job_graph_rows import BatchLayout, WalkedGraph, job_graph_rows
 from udfs.murmur3 import to_hex
@@ -163,8 +163,7 @@ def compute_batch(
                 failed[i] = (error.code, str(error))
                 continue
             g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
-            walk = walk_graph(g, graph)
-            walked.append(WalkedGraph(i, walk, dynamic_parallelism(g, walk, graph)))
+            walked.append(WalkedGraph(i, walk_graph(g, graph)))
         except Exception:
             if not isolate:
                 raise

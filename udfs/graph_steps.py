@@ -1,10 +1,10 @@
-"""The per-graph steps after hashing: the createChain walk by the graph's Flink version, a
-dynamic graph's vertex parallelism, and Flink's own rejections of the built JobGraph, on one
-graph's numpy arrays (:class:`GraphArrays`).
+"""The per-graph steps after hashing: the createChain walk by the graph's Flink version (on one
+graph's numpy arrays, :class:`GraphArrays`), a dynamic graph's vertex parallelism, and Flink's
+own rejections of the built JobGraph.
 
-:func:`udfs.graph_batch.compute_batch` runs them for every hashed graph of a batch;
-:mod:`udfs.job_graph_rows` turns the walks into rows for the whole batch at once. None of
-them touches Spark.
+:func:`udfs.graph_batch.compute_batch` walks every hashed graph of a batch;
+:mod:`udfs.job_graph_rows` turns the walks into rows for the whole batch at once and asks the
+other two steps of the graphs they concern. None of them touches Spark.
 """
 
 from __future__ import annotations
@@ -42,32 +42,11 @@ def walk_graph(g: GraphArrays, graph: dict) -> ChainWalk:
     )
 
 
-def _dynamic(graph: dict) -> bool:
-    """Whether createJobGraph sets this graph's vertex parallelism as a dynamic graph's."""
+def is_dynamic(graph: dict) -> bool:
+    """Whether createJobGraph sets this graph's vertex parallelism as a dynamic graph's
+    (:func:`dynamic_vertex_parallelism`)."""
     rules = batch_rules(graph["flink_version"])
     return _as_bool(graph.get("dynamic")) and bool(rules.get("dynamic_vertex_parallelism"))
-
-
-def dynamic_parallelism(g: GraphArrays, walk: ChainWalk, graph: dict) -> tuple[np.ndarray, np.ndarray] | None:
-    """A dynamic graph's vertex parallelism and max parallelism, aligned with
-    ``walk.vertex_heads`` (:func:`dynamic_vertex_parallelism`); None for other graphs,
-    whose vertices take their head's."""
-    if not _dynamic(graph):
-        return None
-    vh = np.asarray(walk.vertex_heads, dtype=np.int64)
-    je = np.asarray(walk.job_edges, dtype=np.int64).reshape(-1, 4)
-    partitioners = job_edge_partitioners(np.asarray(g.edges["partitioner"], dtype=object)[je[:, 2]])
-    return dynamic_vertex_parallelism(
-        g,
-        np.asarray(walk.vertex_of, dtype=np.int64),
-        vh,
-        np.asarray(g.nodes["parallelism"])[vh],
-        np.asarray(g.nodes["max_parallelism"])[vh],
-        je[:, 0],
-        je[:, 1],
-        partitioners,
-        graph,
-    )
 
 
 def job_edge_partitioners(partitioners: np.ndarray) -> np.ndarray:
@@ -86,7 +65,7 @@ def job_edge_partitioners(partitioners: np.ndarray) -> np.ndarray:
 
 
 def dynamic_vertex_parallelism(
-    g: GraphArrays,
+    configured_nodes: np.ndarray,
     vertex_of: np.ndarray,
     heads: np.ndarray,
     parallelism: np.ndarray,
@@ -107,15 +86,13 @@ def dynamic_vertex_parallelism(
        positive max parallelism among them.
 
     A group whose smallest max parallelism is below its parallelism makes Flink throw;
-    :func:`flink_rejection` reports that from the returned columns.
+    :func:`flink_rejection` reports that from the returned columns. ``configured_nodes`` is
+    the graph's ``parallelism_configured`` column, aligned with ``vertex_of``.
     """
     position = {int(h): i for i, h in enumerate(heads.tolist())}
     par = parallelism.astype(np.int64).copy()
     maxp = max_parallelism.astype(np.int64).copy()
     if _as_bool(graph.get("auto_parallelism_enabled", True)):
-        configured_nodes = g.nodes.get("parallelism_configured")
-        if configured_nodes is None:
-            configured_nodes = np.zeros(g.n, dtype=bool)
         configured_nodes = [v is True or v is np.True_ for v in np.asarray(configured_nodes, dtype=object)]
         configured = np.zeros(len(heads), dtype=bool)
         for node, head in enumerate(vertex_of.tolist()):
@@ -179,7 +156,7 @@ def flink_rejection(graph: dict, vertices: Columns | pd.DataFrame, job_edges: Co
     when any vertex has a non-default slot sharing group (checked second).
     """
     profile = load_profile(graph["flink_version"])
-    if _dynamic(graph):
+    if is_dynamic(graph):
         problem = _forward_group_max_parallelism(vertices, job_edges)
         if problem is not None:
             return problem

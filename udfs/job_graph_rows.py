@@ -22,17 +22,20 @@ import numpy as np
 import pandas as pd
 
 from udfs.chain_builder import ChainWalk, distribution_pattern
-from udfs.graph_arrays import Columns
-from udfs.graph_steps import HYBRID_EXCHANGE_MODES, flink_rejection, job_edge_partitioners
+from udfs.graph_arrays import Columns, ranges
+from udfs.graph_steps import (
+    HYBRID_EXCHANGE_MODES,
+    dynamic_vertex_parallelism,
+    flink_rejection,
+    is_dynamic,
+    job_edge_partitioners,
+)
 
 
 @dataclass
 class WalkedGraph:
     code: int  # the graph's position in the batch
     walk: ChainWalk
-    # a dynamic graph's vertex parallelism and max parallelism (createJobGraph's
-    # setVertexParallelismsForDynamicGraphIfNecessary), aligned with walk.vertex_heads
-    dynamic_parallelism: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -47,12 +50,6 @@ class BatchLayout:
     node_end: np.ndarray
     edge_start: np.ndarray
     edge_end: np.ndarray
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The concatenation of ``arange(s, s + k)`` for each start and count."""
-    total = int(counts.sum())
-    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(total)
 
 
 def _flat(lists: list[list], dtype: type, count: int) -> np.ndarray:
@@ -86,7 +83,7 @@ def job_graph_rows(
 
     # operators: every node of every walked graph
     n_k = layout.node_end[codes] - first_node
-    nodes = _ranges(first_node, n_k)
+    nodes = ranges(first_node, n_k)
     total = len(nodes)
     vertex_of = _flat([w.vertex_of for w in walks], np.int64, total) + np.repeat(first_node, n_k)
     op_ids = np.asarray(nc["operator_id"], dtype=object)
@@ -119,17 +116,43 @@ def job_graph_rows(
     members = _flat([w.vertex_members for w in walks], np.int64, int(m_k.sum())) + np.repeat(first_node, m_k)
     user_ids = np.asarray(nc["uid_hash"], dtype=object)[members]
     user_ids[pd.isna(user_ids)] = ""  # a null user id is an empty item of the text
+    v_first = np.cumsum(v_k) - v_k
+
+    # job edges, in each graph's connection order
+    e_k = np.array([len(w.job_edges) for w in walks], dtype=np.int64)
+    e_first = np.cumsum(e_k) - e_k
+    je = _flat([chain.from_iterable(w.job_edges) for w in walks], np.int64, 4 * int(e_k.sum())).reshape(-1, 4)
+    src_v = je[:, 0] + np.repeat(first_node, e_k)
+    dst_v = je[:, 1] + np.repeat(first_node, e_k)
+    eidx = je[:, 2] + np.repeat(first_edge, e_k)
+    partitioners = job_edge_partitioners(np.asarray(ec["partitioner"], dtype=object)[eidx])
+
     parallelism = np.asarray(nc["parallelism"], dtype=np.int64)[heads]
     max_parallelism = np.asarray(nc["max_parallelism"], dtype=np.int64)[heads]
-    v_first = np.cumsum(v_k) - v_k
-    for k, w in enumerate(walked):
-        if w.dynamic_parallelism is not None:
-            span = slice(int(v_first[k]), int(v_first[k] + v_k[k]))
-            parallelism[span], max_parallelism[span] = w.dynamic_parallelism
+    dynamic = [k for k, w in enumerate(walked) if is_dynamic(records[w.code])]
+    if dynamic:
+        configured = np.asarray(nc["parallelism_configured"], dtype=object)[nodes]
+        o_first = np.cumsum(n_k) - n_k
+        for k in dynamic:
+            os_ = slice(int(o_first[k]), int(o_first[k] + n_k[k]))
+            vs = slice(int(v_first[k]), int(v_first[k] + v_k[k]))
+            es = slice(int(e_first[k]), int(e_first[k] + e_k[k]))
+            a = first_node[k]  # the graph's own positions, as the walk gave them
+            parallelism[vs], max_parallelism[vs] = dynamic_vertex_parallelism(
+                configured[os_],
+                vertex_of[os_] - a,
+                heads[vs] - a,
+                parallelism[vs],
+                max_parallelism[vs],
+                src_v[es] - a,
+                dst_v[es] - a,
+                partitioners[es],
+                records[walked[k].code],
+            )
     v_code = np.repeat(codes, v_k)
     vertices = {
         "graph_id": graph_ids[v_code],
-        "vertex_order": np.arange(len(heads), dtype=np.int64) - np.repeat(v_first, v_k),
+        "vertex_order": ranges(np.zeros(len(v_k), dtype=np.int64), v_k),
         "jobvertex_id": op_ids[heads],
         "head_node_id": node_ids[heads],
         "name": np.array(list(chain.from_iterable(w.vertex_names for w in walks)), dtype=object),
@@ -140,13 +163,6 @@ def job_graph_rows(
         "user_operator_ids_text": np.array(_joined(user_ids, sizes), dtype=object),
     }
 
-    # job edges, in each graph's connection order
-    e_k = np.array([len(w.job_edges) for w in walks], dtype=np.int64)
-    je = _flat([chain.from_iterable(w.job_edges) for w in walks], np.int64, 4 * int(e_k.sum())).reshape(-1, 4)
-    src_v = je[:, 0] + np.repeat(first_node, e_k)
-    dst_v = je[:, 1] + np.repeat(first_node, e_k)
-    eidx = je[:, 2] + np.repeat(first_edge, e_k)
-    partitioners = job_edge_partitioners(np.asarray(ec["partitioner"], dtype=object)[eidx])
     je_code = np.repeat(codes, e_k)
     job_edges = {
         "graph_id": graph_ids[je_code],
@@ -165,43 +181,45 @@ def job_graph_rows(
     # runs inside its HEAD_WITH_SOURCES target (Flink enters that chain at the target), so
     # each connected component is one chain with its head as the root.
     s_k = layout.edge_end[codes] - first_edge
-    edges = _ranges(first_edge, s_k)
+    edges = ranges(first_edge, s_k)
     in_vertex_at = np.ones(len(node_ids), dtype=bool)
     in_vertex_at[nodes] = in_vertex
     follows = np.asarray(ec["chainable"], dtype=bool)[edges] & in_vertex_at[layout.up[edges]]
     followed = edges[follows]
+    ce_code = np.repeat(codes, s_k)[follows]
     chain_edges = {
-        "graph_id": graph_ids[np.repeat(codes, s_k)[follows]],
+        "graph_id": graph_ids[ce_code],
         "source_node_id": node_ids[layout.up[followed]],
         "target_node_id": node_ids[layout.down[followed]],
     }
 
-    rejected = _rejections(records, walked, vertices, job_edges, v_first, v_k, e_k)
+    rejected = _rejections(records, walked, dynamic, vertices, job_edges, v_first, v_k, e_first, e_k)
     rows = {"operator": operators, "vertex": vertices, "job_edge": job_edges, "chain_edge": chain_edges}
     if rejected:
         out = np.array(list(rejected), dtype=np.int64)
-        for kind, row_codes in (("operator", op_code), ("vertex", v_code), ("job_edge", je_code)):
-            keep = ~np.isin(row_codes, out)
+        row_codes = {"operator": op_code, "vertex": v_code, "job_edge": je_code, "chain_edge": ce_code}
+        for kind, kind_codes in row_codes.items():
+            keep = ~np.isin(kind_codes, out)
             rows[kind] = {c: v[keep] for c, v in rows[kind].items()}
-        keep = ~np.isin(np.repeat(codes, s_k)[follows], out)
-        rows["chain_edge"] = {c: v[keep] for c, v in chain_edges.items()}
     return rows, rejected
 
 
 def _rejections(
     records: list[dict],
     walked: list[WalkedGraph],
+    dynamic: list[int],
     vertices: Columns,
     job_edges: Columns,
     v_first: np.ndarray,
     v_k: np.ndarray,
+    e_first: np.ndarray,
     e_k: np.ndarray,
 ) -> dict[int, str]:
-    """What createJobGraph throws, by graph code, asked of the graphs it can concern."""
+    """What createJobGraph throws, by graph code, asked of the graphs it can concern: those
+    with a HYBRID job edge and the ``dynamic`` ones (positions in ``walked``)."""
     hybrid = np.isin(np.asarray(job_edges["exchange_mode"], dtype=object), HYBRID_EXCHANGE_MODES)
     concerned = set(np.repeat(np.arange(len(walked)), e_k)[hybrid].tolist())
-    concerned.update(k for k, w in enumerate(walked) if w.dynamic_parallelism is not None)
-    e_first = np.cumsum(e_k) - e_k
+    concerned.update(dynamic)
     out: dict[int, str] = {}
     for k in sorted(concerned):
         vs = slice(int(v_first[k]), int(v_first[k] + v_k[k]))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from udfs.graph_arrays import BatchGraph
+from udfs.graph_arrays import BatchGraph, ranges
 from udfs.spec_contract import (
     _EXCHANGE_SET,
     _PARTITIONER_SET,
@@ -263,7 +263,7 @@ def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
 
     node_gids = list(chain.from_iterable([g] * n for g, n in zip(gids, n_counts.tolist(), strict=True)))
     edge_gids = list(chain.from_iterable([g] * n for g, n in zip(gids, e_counts.tolist(), strict=True)))
-    edge_idx = (np.arange(len(raw_edges)) - np.repeat(np.cumsum(e_counts) - e_counts, e_counts)).tolist()
+    edge_idx = ranges(np.zeros(len(e_counts), dtype=np.int64), e_counts).tolist()
     nodes = {
         "graph_id": node_gids,
         "node_id": ids,
