@@ -85,7 +85,10 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         # the longest chain; checkpointing every 10 keeps its lineage short on deep chains.
         .config("spark.graphx.pregel.checkpointInterval", "10")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={CONF_DIR / 'log4j2.properties'}")
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dlog4j.configurationFile={CONF_DIR / 'log4j2.properties'} {spark_conf.driver_java_options}".strip(),
+        )
         .config("spark.driver.memory", os.environ.get("FLINK_JOBGRAPH_DRIVER_MEMORY", "6g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")

@@ -41,6 +41,9 @@ class SparkSettings:
     master: str = "local[2]"
     shuffle_partitions: int = 8
     arrow_batch_rows: int = 2000
+    # JVM options of the driver when the pipeline starts Spark itself (local mode; an active
+    # session, e.g. spark-submit's, keeps its own): the collector and JIT, docs/settings.md
+    driver_java_options: str = "-XX:+UseParallelGC"
 
 
 CHAINS_ENGINES = ("graphframes", "dataframe")
