@@ -52,6 +52,12 @@ class BatchLayout:
     edge_end: np.ndarray
 
 
+def _span(first: np.ndarray, counts: np.ndarray, k: int) -> slice:
+    """The rows of the ``k``-th walked graph in a kind whose graphs have ``counts`` rows each,
+    starting at ``first``."""
+    return slice(int(first[k]), int(first[k] + counts[k]))
+
+
 def _flat(lists: list[list], dtype: type, count: int) -> np.ndarray:
     return np.fromiter(chain.from_iterable(lists), dtype=dtype, count=count)
 
@@ -122,8 +128,9 @@ def job_graph_rows(
     e_k = np.array([len(w.job_edges) for w in walks], dtype=np.int64)
     e_first = np.cumsum(e_k) - e_k
     je = _flat([chain.from_iterable(w.job_edges) for w in walks], np.int64, 4 * int(e_k.sum())).reshape(-1, 4)
-    src_v = je[:, 0] + np.repeat(first_node, e_k)
-    dst_v = je[:, 1] + np.repeat(first_node, e_k)
+    edge_shift = np.repeat(first_node, e_k)  # a job edge's vertex heads, into batch positions
+    src_v = je[:, 0] + edge_shift
+    dst_v = je[:, 1] + edge_shift
     eidx = je[:, 2] + np.repeat(first_edge, e_k)
     partitioners = job_edge_partitioners(np.asarray(ec["partitioner"], dtype=object)[eidx])
 
@@ -134,9 +141,7 @@ def job_graph_rows(
         configured = np.asarray(nc["parallelism_configured"], dtype=object)[nodes]
         o_first = np.cumsum(n_k) - n_k
         for k in dynamic:
-            os_ = slice(int(o_first[k]), int(o_first[k] + n_k[k]))
-            vs = slice(int(v_first[k]), int(v_first[k] + v_k[k]))
-            es = slice(int(e_first[k]), int(e_first[k] + e_k[k]))
+            os_, vs, es = _span(o_first, n_k, k), _span(v_first, v_k, k), _span(e_first, e_k, k)
             a = first_node[k]  # the graph's own positions, as the walk gave them
             parallelism[vs], max_parallelism[vs] = dynamic_vertex_parallelism(
                 configured[os_],
@@ -222,8 +227,7 @@ def _rejections(
     concerned.update(dynamic)
     out: dict[int, str] = {}
     for k in sorted(concerned):
-        vs = slice(int(v_first[k]), int(v_first[k] + v_k[k]))
-        es = slice(int(e_first[k]), int(e_first[k] + e_k[k]))
+        vs, es = _span(v_first, v_k, k), _span(e_first, e_k, k)
         problem = flink_rejection(
             records[walked[k].code], {c: v[vs] for c, v in vertices.items()}, {c: v[es] for c, v in job_edges.items()}
         )
