@@ -128,6 +128,9 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
         columns, rest = parse_batch([obj for obj, _, _ in loaded])
     except Exception:
         columns, rest = parse_batch([]), list(range(len(loaded)))
+    # The parsed JSON (several times the text's size) is not needed past the columnar checks:
+    # dropped before the batch is computed, it is not part of the worker's peak memory.
+    loaded = [(None, value, source_file) for _, value, source_file in loaded]
     files = [loaded[p][2] for p in columns.positions]
     parsed = []
     for p in rest:
