@@ -29,7 +29,7 @@ import hashlib
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -107,9 +107,14 @@ def write_run(
     run_ids: DataFrame,
     run_id: str | None = None,
     say: Callable[[str], None] | None = None,
+    graph_counts: Mapping[str, int] | None = None,
 ) -> RunCommit:
     """Replace the run's graphs in every table (from threads: each write has driver-side
-    phases during which the others keep the cores busy), then publish the run."""
+    phases during which the others keep the cores busy), then publish the run.
+
+    ``graph_counts``: per table, the number of graphs its rows hold, when the caller knows it
+    (the pipeline counts every kind of row in one pass): a table created by this run then
+    records it without a scan of its rows to count them."""
     ids = sorted(r[0] for r in run_ids.collect())
     run_id = run_id or run_id_for(ids)
     tag = RUN_TAG_PREFIX + run_id
@@ -121,7 +126,9 @@ def write_run(
     try:
         with ThreadPoolExecutor(max_workers=len(tables)) as pool:
             futures = {
-                name: pool.submit(_replace_with_retry, spark, output, name, df, run_ids, tag, say)
+                name: pool.submit(
+                    _replace_with_retry, spark, output, name, df, run_ids, tag, say, (graph_counts or {}).get(name)
+                )
                 for name, df in tables
             }
             for name, fut in futures.items():
@@ -153,10 +160,11 @@ def _replace_with_retry(
     run_ids: DataFrame,
     tag: str | None,
     say: Callable[[str], None] | None,
+    graph_count: int | None = None,
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag)
+            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag, graph_count)
             return TableCommit(version, rewritten, attempt)
         except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
@@ -170,7 +178,7 @@ def _replace_with_retry(
 
 
 def _replace_once(
-    spark: SparkSession, path: str, rows: DataFrame, run_ids: DataFrame, tag: str | None
+    spark: SparkSession, path: str, rows: DataFrame, run_ids: DataFrame, tag: str | None, graph_count: int | None = None
 ) -> tuple[int, int]:
     # One file per core, not one per input partition: the fused executor's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
@@ -195,7 +203,9 @@ def _replace_once(
             if "already exist" not in str(e):  # Delta: "Cannot write to already existent path"
                 raise
             raise _CreatedConcurrently(str(e)) from e
-        return _own_version(spark, path, tag), rows.select("graph_id").distinct().count()
+        # The write created the table: its commit is version 0 (a concurrent creation fails
+        # it, above), whatever other runs committed since.
+        return 0, graph_count if graph_count is not None else rows.select("graph_id").distinct().count()
 
     table = DeltaTable.forPath(spark, path)
     read_version = int(table.history(1).first()["version"])

@@ -76,3 +76,32 @@ def test_ingest_then_compute_equals_compute(spark, settings, sample_input, tmp_p
     via = str(tmp_path / "via")
     compute(spark, staged, via, settings, quiet)
     assert _snapshot(spark, via) == _snapshot(spark, direct)
+
+
+def test_summary_and_runs_row_count_what_the_tables_hold(spark, settings, sample_input, tmp_path):
+    """The run's counts come from one pass over the per-graph stage's rows (run.compute), not
+    from the written tables: they must be the tables' own counts, and the runs row of a run
+    that created the tables must name version 0 and the graphs each table holds."""
+    inp = tmp_path / "in"
+    shutil.copytree(sample_input, inp)
+    wc = json.loads((inp / "wordcount.json").read_text())
+    source = next(n for n in wc["nodes"] if n.get("is_source"))
+    # a graph of one JobVertex: rows in operators and job_vertices, none in job_edges
+    (inp / "lone.json").write_text(json.dumps(dict(wc, graph_id="lone-source", nodes=[source], edges=[])))
+    out = str(tmp_path / "out")
+    summary = compute(spark, str(inp), out, settings, Progress(enabled=False))
+    tables = {t: spark.read.format("delta").load(f"{out}/{t}") for t in TABLES}
+    assert summary.job_vertices == tables["job_vertices"].count() > 0
+    assert summary.job_edges == tables["job_edges"].count() > 0
+    assert summary.graphs_rejected == tables["graph_errors"].count() == 3
+    assert summary.graphs_in == summary.graphs_processed + summary.graphs_rejected
+    assert summary.graphs_processed == tables["job_vertices"].select("graph_id").distinct().count()
+    by_code = {r["error_code"]: r["count"] for r in tables["graph_errors"].groupBy("error_code").count().collect()}
+    assert summary.errors_by_code == by_code
+    run = spark.read.format("delta").load(f"{out}/runs").collect()
+    assert len(run) == 1
+    assert run[0]["versions"] == {t: 0 for t in TABLES}
+    graphs = {t: tables[t].select("graph_id").distinct().count() for t in TABLES}
+    assert graphs["job_edges"] == graphs["job_vertices"] - 1  # the lone source's graph
+
+    assert run[0]["rewritten_graphs"] == graphs
