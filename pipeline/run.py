@@ -134,7 +134,7 @@ def compute(
     # ONE pass over the stage's rows for every count of the run: rows and graphs per kind,
     # checkpointed per (kind, graph), so the summary, the run's graph ids and the Delta
     # commits' graph counts come from this small table instead of a scan of all rows each
-    # (on the 10k fleet nine scans of 3.3M rows: measured in docs/settings.md).
+    # (eleven scans of the 3.3M rows of the 10k fleet before: README, Benchmark, 2026-11-26 morning).
     def only(k: str, name: str) -> Column:
         return F.when(kind == k, FUSED_ROWS.column(k, name))
 
