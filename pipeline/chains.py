@@ -52,7 +52,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.session import SetupError, import_graphframes
@@ -117,17 +117,23 @@ def _session_conf(spark: SparkSession, conf: Mapping[str, Any]) -> Iterator[None
 _NODE_OFFSET = 2**31
 
 
-def _walk_shortcuts(operators: DataFrame) -> DataFrame:
-    """(graph_id, head, node) for every operator the walk placed at chain index 3 or more.
+def shortcut_member(in_vertex: Column, is_chain_head: Column, chain_index: Column) -> Column:
+    """Whether an operator gets a shortcut edge from its head: a member the walk placed at
+    chain index 3 or more.
 
     A member's chain index is its depth below the head plus the head's own index (1, or 0
     before Flink 1.12), so members at index <= 2 are at most two chainable edges from their
     head already: every member ends up within two edges of its head (the chain's diameter
     is at most 4), with one extra edge per member deeper than that -- 13,800 extra edges on
     the 2,750 golden graphs' 41,800 members instead of 38,800 with index >= 2."""
-    return operators.where(
-        F.col("in_vertex_operator_ids") & ~F.col("is_chain_head") & (F.col("chain_index") > 2)
-    ).select("graph_id", F.col("chain_head_node_id").alias("head"), "node_id")
+    return in_vertex & ~is_chain_head & (chain_index > 2)
+
+
+def walk_shortcuts(operators: DataFrame) -> DataFrame:
+    """(graph_id, head, node_id) for every operator of the walk's rows that gets a shortcut
+    (:func:`shortcut_member`)."""
+    member = shortcut_member(F.col("in_vertex_operator_ids"), F.col("is_chain_head"), F.col("chain_index"))
+    return operators.where(member).select("graph_id", F.col("chain_head_node_id").alias("head"), "node_id")
 
 
 # Warnings GraphFrames 0.8.2's Python wrapper raises from PySpark 3.4+ on every call (it
@@ -155,13 +161,12 @@ def _iterations(spark: SparkSession, group: str) -> int:
 
 
 def _graphframes(
-    chain_edges: DataFrame, settings: Settings, operators: DataFrame | None
+    chain_edges: DataFrame, settings: Settings, shortcuts: DataFrame | None, graph_ids: DataFrame | None
 ) -> tuple[DataFrame, int]:
     spark = chain_edges.sparkSession
     graphframes = import_graphframes(spark, settings)
     graph_index = (
-        chain_edges.select("graph_id")
-        .distinct()
+        (graph_ids if graph_ids is not None else chain_edges.select("graph_id").distinct())
         .withColumn("gidx", F.row_number().over(Window.orderBy("graph_id")).cast("long"))
         .localCheckpoint(eager=True)
     )
@@ -176,12 +181,12 @@ def _graphframes(
         .localCheckpoint(eager=True)
     )
     gf_edges = e
-    if operators is not None:
+    if shortcuts is not None:
         # A graph the walk placed operators in but with no chainable edge has no gidx: its
         # members then have no root here, and walk_disagreements reports the graph.
-        shortcuts = _walk_shortcuts(operators).join(by_graph, "graph_id")
+        indexed = shortcuts.join(by_graph, "graph_id")
         gf_edges = e.unionByName(
-            shortcuts.select(vid("gidx", "head").alias("src"), vid("gidx", "node_id").alias("dst"))
+            indexed.select(vid("gidx", "head").alias("src"), vid("gidx", "node_id").alias("dst"))
         ).localCheckpoint(eager=True)
     # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
     # The vertices are bare ids; graph and node come back from an id by arithmetic.
@@ -222,25 +227,62 @@ def _graphframes(
 
 
 def member_roots(
-    chain_edges: DataFrame, settings: Settings, operators: DataFrame | None = None
+    chain_edges: DataFrame,
+    settings: Settings,
+    operators: DataFrame | None = None,
+    *,
+    shortcuts: DataFrame | None = None,
+    graph_ids: DataFrame | None = None,
 ) -> tuple[DataFrame, int]:
     """(graph_id, node_id, root) for at least every node with a chainable in-edge (every
     other node is its own root), from ``chain_edges`` (graph_id, source, target); and the
     rounds (pointer-jumping rounds, or GraphFrames' iterations).
 
-    ``operators`` (the walk's operator rows) lets GraphFrames run on the chainable edges
-    plus the walk's head-to-member shortcuts (module docstring): the same components when
-    the walk is right, in a constant number of iterations whatever the chains' length.
+    ``operators`` (the walk's operator rows), or ``shortcuts`` (:func:`walk_shortcuts` of
+    them, when the caller has them already), let GraphFrames run on the chainable edges plus
+    the walk's head-to-member shortcuts (module docstring): the same components when the
+    walk is right, in a constant number of iterations whatever the chains' length.
+    ``graph_ids``: the distinct graph_ids of ``chain_edges``, when known (no pass over the
+    edges to find them).
     """
     engine = settings.chains.engine
     if engine == "dataframe":
         return _pointer_jumping(chain_edges)
     if engine == "graphframes":
-        return _graphframes(chain_edges, settings, operators)
+        if shortcuts is None and operators is not None:
+            shortcuts = walk_shortcuts(operators)
+        return _graphframes(chain_edges, settings, shortcuts, graph_ids)
     raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
 
 
-def walk_disagreements(operators: DataFrame, roots: DataFrame) -> DataFrame:
+def _pair_terms(node: Column, head: Column) -> tuple[Column, Column]:
+    """Two independent 31-bit hashes of a (node, head) pair: their sums over a graph cannot
+    overflow a long (which ANSI mode would reject)."""
+    return (
+        F.pmod(F.xxhash64(node, head), F.lit(2**31)),
+        F.pmod(F.xxhash64(F.lit("chains"), node, head), F.lit(2**31)),
+    )
+
+
+def walk_member(in_vertex: Column, is_chain_head: Column) -> Column:
+    """An operator the walk placed below a chain head inside a JobVertex."""
+    return in_vertex & ~is_chain_head
+
+
+def walk_fingerprint(node: Column, head: Column, member: Column) -> list[Column]:
+    """Aggregates over one graph's operator rows: its walk members (``member``), and the two
+    hash sums of their (node, chain head) pairs (``members``, ``h1``, ``h2``), so that a
+    caller's own pass over the rows can compute the walk's side of :func:`walk_disagreements`.
+    A graph without members must be left out (members 0)."""
+    t1, t2 = _pair_terms(node, head)
+    return [
+        F.count(F.when(member, F.lit(1))).alias("members"),
+        F.sum(F.when(member, t1)).alias("h1"),
+        F.sum(F.when(member, t2)).alias("h2"),
+    ]
+
+
+def walk_disagreements(operators: DataFrame | None, roots: DataFrame, walk: DataFrame | None = None) -> DataFrame:
     """Graphs whose chains, as the createChain walk built them, are not exactly the connected
     components of the chainable edges the walk follows (``chain_head_node_id`` of each
     operator inside a JobVertex vs the root of its component).
@@ -249,19 +291,21 @@ def walk_disagreements(operators: DataFrame, roots: DataFrame) -> DataFrame:
     members and two independent sums of 31-bit hashes of their (node, head) pairs. A graph
     differs iff the sets of pairs differ (up to a ~2^-62 chance of both sums agreeing), and
     the aggregation shuffles one row per graph and partition instead of a row per node.
+    ``walk``: the walk's side already reduced (graph_id, members, h1, h2; graphs with
+    members only, from :func:`walk_fingerprint`), instead of ``operators``.
     """
-
-    def fingerprint(rows: DataFrame, head: str) -> DataFrame:
-        pair = [F.col("node_id"), F.col(head)]
-        # 31-bit terms: the sums cannot overflow a long (which ANSI mode would reject)
-        return rows.groupBy("graph_id").agg(
-            F.count("*").alias("members"),
-            F.sum(F.pmod(F.xxhash64(*pair), F.lit(2**31))).alias("h1"),
-            F.sum(F.pmod(F.xxhash64(F.lit("chains"), *pair), F.lit(2**31))).alias("h2"),
+    if walk is None:
+        member = walk_member(F.col("in_vertex_operator_ids"), F.col("is_chain_head"))
+        walk = (
+            operators.groupBy("graph_id")
+            .agg(*walk_fingerprint(F.col("node_id"), F.col("chain_head_node_id"), member))
+            .where(F.col("members") > 0)
         )
-
-    walk = fingerprint(operators.where(F.col("in_vertex_operator_ids") & ~F.col("is_chain_head")), "chain_head_node_id")
-    found = fingerprint(roots.where(F.col("root") != F.col("node_id")), "root")
+    found = (
+        roots.where(F.col("root") != F.col("node_id"))
+        .groupBy("graph_id")
+        .agg(*walk_fingerprint(F.col("node_id"), F.col("root"), F.lit(True)))
+    )
     joined = walk.alias("w").join(found.alias("c"), "graph_id", "full_outer")
     differs = ~(
         (F.col("w.members") == F.col("c.members")) & (F.col("w.h1") == F.col("c.h1")) & (F.col("w.h2") == F.col("c.h2"))

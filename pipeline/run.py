@@ -132,27 +132,12 @@ def compute(
     graph_rows = FUSED_ROWS.rows(rows, "graph")
 
     # ONE pass over the stage's rows for every count of the run: rows and graphs per kind,
-    # checkpointed per (kind, graph), so the summary, the run's graph ids and the Delta
-    # commits' graph counts come from this small table instead of a scan of all rows each
-    # (eleven scans of the 3.3M rows of the 10k fleet before: README, Benchmark, 2026-11-26 morning).
-    def only(k: str, name: str) -> Column:
-        return F.when(kind == k, FUSED_ROWS.column(k, name))
-
-    def counted_per_graph() -> DataFrame:
-        return (
-            rows.groupBy("kind", "graph_id", only("timing", "step").alias("step"))
-            .agg(
-                F.count("*").alias("n"),
-                F.sum(only("graph", "node_count")).alias("nodes"),
-                F.max(only("stats", "bfs_levels")).alias("bfs"),
-                F.max(only("stats", "hash_layers")).alias("layers"),
-                F.sum(only("timing", "worker_seconds")).alias("seconds"),
-            )
-            .localCheckpoint(eager=True)
-        )
-
+    # checkpointed per (kind, graph), so the summary, the run's graph ids, the chains step's
+    # graph index, the walk's side of the chain check and the Delta commits' graph counts
+    # come from this small table instead of a scan of all rows each (thirteen scans of the
+    # 3.3M rows of the 10k fleet before: README, Benchmark, 2026-11-26 morning).
     with progress.stage(spark, "summary counts"):
-        by_graph = counted_per_graph()
+        by_graph = count_per_graph(rows).localCheckpoint(eager=True)
         per_kind = (
             by_graph.groupBy("kind", "step")
             .agg(
@@ -187,14 +172,19 @@ def compute(
         chain_edges = FUSED_ROWS.rows(rows, "chain_edge").select(
             "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
         )
-        roots, summary.chain_rounds = chains.member_roots(chain_edges, settings, FUSED_ROWS.rows(rows, "operator"))
+        roots, summary.chain_rounds = chains.member_roots(
+            chain_edges,
+            settings,
+            FUSED_ROWS.rows(rows, "operator"),
+            graph_ids=by_graph.where(kind == "chain_edge").select("graph_id"),
+        )
         summary.chains_engine = settings.chains.engine
         return roots.localCheckpoint(eager=True)
 
     roots = _timed(summary, progress, "chains", components, spark)
 
     def check_chains() -> DataFrame:
-        disagree = chains.walk_disagreements(FUSED_ROWS.rows(rows, "operator"), roots).localCheckpoint(eager=True)
+        disagree = chains.walk_disagreements(None, roots, walk_side(by_graph)).localCheckpoint(eager=True)
         return disagree.select(
             "graph_id",
             F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
@@ -244,6 +234,35 @@ def compute(
     }
     _write_and_count(spark, output, summary, progress, outputs, run_ids, graphs)
     return summary
+
+
+def count_per_graph(rows: DataFrame) -> DataFrame:
+    """Per (kind, graph_id, timing step) of the per-graph stage's rows: the rows, the graph's
+    stream nodes, its BFS levels and hash layers, the worker seconds, and the walk's side of
+    the chain check (:func:`chains.walk_fingerprint`): one pass over all rows for every count
+    the run needs."""
+    kind = F.col("kind")
+
+    def only(k: str, name: str) -> Column:
+        return F.when(kind == k, FUSED_ROWS.column(k, name))
+
+    member = (kind == "operator") & chains.walk_member(
+        FUSED_ROWS.column("operator", "in_vertex_operator_ids"), FUSED_ROWS.column("operator", "is_chain_head")
+    )
+    return rows.groupBy("kind", "graph_id", only("timing", "step").alias("step")).agg(
+        F.count("*").alias("n"),
+        F.sum(only("graph", "node_count")).alias("nodes"),
+        F.max(only("stats", "bfs_levels")).alias("bfs"),
+        F.max(only("stats", "hash_layers")).alias("layers"),
+        F.sum(only("timing", "worker_seconds")).alias("seconds"),
+        *chains.walk_fingerprint(only("operator", "node_id"), only("operator", "chain_head_node_id"), member),
+    )
+
+
+def walk_side(per_graph: DataFrame) -> DataFrame:
+    """The walk's side of :func:`chains.walk_disagreements` from :func:`count_per_graph`."""
+    ops = per_graph.where((F.col("kind") == "operator") & (F.col("members") > 0))
+    return ops.select("graph_id", "members", "h1", "h2")
 
 
 def _write_and_count(

@@ -289,3 +289,37 @@ def test_the_per_graph_python_is_linear_in_the_chain_length():
         want = " -> ".join(["Source: gen", *(f"Map {i}" for i in range(2, length + 1))])
         assert vertices["name"].iloc[0] == want
     assert cpu[40000] / cpu[10000] < 8, cpu
+
+
+def test_the_runs_one_pass_gives_the_walks_side_of_the_chain_check(spark):
+    """pipeline.run counts every kind of row in one pass, and that pass also reduces the
+    walk's operators to the chain check's per-graph side: it must equal what
+    walk_disagreements computes from the operator rows, and a wrong root must still be found
+    through it. Real rows of the per-graph stage, from the bundled samples."""
+    from pipeline import fused, read_spec
+    from pipeline.chains import walk_disagreements
+    from pipeline.row_codec import FUSED_ROWS
+    from pipeline.run import count_per_graph, walk_side
+
+    from .conftest import ROOT
+
+    rows = fused.rows_from_texts(read_spec.read_texts(spark, str(ROOT / "samples"))).localCheckpoint(eager=True)
+    operators = FUSED_ROWS.rows(rows, "operator")
+    one_pass = walk_side(count_per_graph(rows))
+    members = operators.where("in_vertex_operator_ids AND NOT is_chain_head")
+    assert one_pass.count() == members.select("graph_id").distinct().count() > 10
+    # the components as the walk says, and once with one member moved to its own root
+    roots = operators.where("in_vertex_operator_ids").select(
+        "graph_id", "node_id", F.col("chain_head_node_id").alias("root")
+    )
+    victim = members.orderBy("graph_id", "node_id").first()
+    wrong = roots.withColumn(
+        "root",
+        F.when(
+            (F.col("graph_id") == victim.graph_id) & (F.col("node_id") == victim.node_id), F.col("node_id")
+        ).otherwise(F.col("root")),
+    )
+    for walk in (None, one_pass):
+        assert walk_disagreements(operators, roots, walk).count() == 0
+        found = walk_disagreements(operators, wrong, walk).collect()
+        assert [r.graph_id for r in found] == [victim.graph_id]
