@@ -169,13 +169,14 @@ def compute(
     )
 
     def components() -> DataFrame:
-        chain_edges = FUSED_ROWS.rows(rows, "chain_edge").select(
-            "graph_id", F.col("source_node_id").alias("source"), F.col("target_node_id").alias("target")
-        )
+        edges = chain_inputs(rows).localCheckpoint(eager=True)  # one pass over all rows
+        shortcut = F.col("shortcut")
         roots, summary.chain_rounds = chains.member_roots(
-            chain_edges,
+            edges.where(~shortcut).select("graph_id", "source", "target"),
             settings,
-            FUSED_ROWS.rows(rows, "operator"),
+            shortcuts=edges.where(shortcut).select(
+                "graph_id", F.col("source").alias("head"), F.col("target").alias("node_id")
+            ),
             graph_ids=by_graph.where(kind == "chain_edge").select("graph_id"),
         )
         summary.chains_engine = settings.chains.engine
@@ -256,6 +257,23 @@ def count_per_graph(rows: DataFrame) -> DataFrame:
         F.max(only("stats", "hash_layers")).alias("layers"),
         F.sum(only("timing", "worker_seconds")).alias("seconds"),
         *chains.walk_fingerprint(only("operator", "node_id"), only("operator", "chain_head_node_id"), member),
+    )
+
+
+def chain_inputs(rows: DataFrame) -> DataFrame:
+    """(graph_id, source, target, shortcut): the chainable edges (``chain_edge`` rows) and the
+    walk's head -> member shortcuts (:func:`chains.shortcut_member` of the ``operator`` rows)
+    that the chains step gets, in one pass over the per-graph stage's rows."""
+    kind = F.col("kind")
+    is_edge = kind == "chain_edge"
+    op = lambda name: FUSED_ROWS.column("operator", name)  # noqa: E731
+    member = chains.shortcut_member(op("in_vertex_operator_ids"), op("is_chain_head"), op("chain_index"))
+    edge = lambda name: FUSED_ROWS.column("chain_edge", name)  # noqa: E731
+    return rows.where(is_edge | ((kind == "operator") & member)).select(
+        "graph_id",
+        F.when(is_edge, edge("source_node_id")).otherwise(op("chain_head_node_id")).alias("source"),
+        F.when(is_edge, edge("target_node_id")).otherwise(op("node_id")).alias("target"),
+        (~is_edge).alias("shortcut"),
     )
 
 

@@ -297,9 +297,9 @@ def test_the_runs_one_pass_gives_the_walks_side_of_the_chain_check(spark):
     walk_disagreements computes from the operator rows, and a wrong root must still be found
     through it. Real rows of the per-graph stage, from the bundled samples."""
     from pipeline import fused, read_spec
-    from pipeline.chains import walk_disagreements
+    from pipeline.chains import walk_disagreements, walk_shortcuts
     from pipeline.row_codec import FUSED_ROWS
-    from pipeline.run import count_per_graph, walk_side
+    from pipeline.run import chain_inputs, count_per_graph, walk_side
 
     from .conftest import ROOT
 
@@ -323,3 +323,10 @@ def test_the_runs_one_pass_gives_the_walks_side_of_the_chain_check(spark):
         assert walk_disagreements(operators, roots, walk).count() == 0
         found = walk_disagreements(operators, wrong, walk).collect()
         assert [r.graph_id for r in found] == [victim.graph_id]
+    # the chains step's input, also read in one pass: the chain_edge rows and the shortcuts
+    # walk_shortcuts takes from the operator rows
+    inputs = chain_inputs(rows)
+    edges = FUSED_ROWS.rows(rows, "chain_edge").select("graph_id", "source_node_id", "target_node_id")
+    assert sorted(inputs.where("NOT shortcut").drop("shortcut").collect()) == sorted(edges.collect())
+    shortcuts = inputs.where("shortcut").drop("shortcut").collect()
+    assert shortcuts and sorted(shortcuts) == sorted(walk_shortcuts(operators).collect())
