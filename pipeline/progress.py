@@ -299,9 +299,16 @@ class _Watch:
                 status[sid] = self.store.lastStageAttempt(sid)
             except Exception:  # noqa: BLE001 - a stage not in the store (yet, or any more)
                 continue
-        if not status:
+        # Over 32 input paths, Spark lists the files in a job of its own before the read
+        # stage (parallel partition discovery): a complete stage that wrote no shuffle rows
+        # before any other is that listing, not the read (which then showed "0/0 graphs").
+        ordered = sorted(status)
+        while ordered and _listing(status[ordered[0]]):
+            ordered.pop(0)
+        if not ordered:
+            snap.reading = True
             return
-        read_id = min(status)
+        read_id = ordered[0]
         read = status[read_id]
         if str(read.status().toString()) != "COMPLETE":
             snap.reading = True
@@ -317,3 +324,9 @@ class _Watch:
                 snap.graphs_done = int(stage.shuffleReadRecords())
             else:
                 snap.graphs_done = total * snap.tasks_done // max(snap.tasks_total, 1)
+
+
+def _listing(stage: Any) -> bool:
+    """A complete stage that wrote no shuffle rows: Spark's file listing job, never the read
+    stage of a non-empty input."""
+    return str(stage.status().toString()) == "COMPLETE" and int(stage.shuffleWriteRecords()) == 0

@@ -86,6 +86,29 @@ def test_the_watch_counts_the_graphs_of_the_read_and_compute_stages(spark, setti
     assert not snap.reading
 
 
+def test_the_watch_counts_graphs_when_spark_lists_the_input_in_a_job_of_its_own(spark, settings, tmp_path):
+    """Over 32 input files Spark lists them in a job of its own (parallel partition
+    discovery), the block's first stage: the read stage is the one after it (before, the
+    moving line said "0/0 graphs")."""
+    import json
+
+    wc = json.loads((SAMPLES / "wordcount.json").read_text())
+    for i in range(40):
+        (tmp_path / f"g{i:02d}.json").write_text(json.dumps(dict(wc, graph_id=f"wc-{i}")))
+    limits = read_spec.Limits.from_settings(settings)
+    watch = _Watch(spark.sparkContext, count_graphs=True)
+    try:
+        texts = read_spec.read_texts(spark, str(tmp_path), limits)
+        fused.rows_from_texts(texts, limits, None).localCheckpoint(eager=True)
+        group_jobs = set(spark.sparkContext.statusTracker().getJobIdsForGroup(watch.group)) - watch.baseline
+    finally:
+        watch.close()
+    snap = watch.poll()
+    assert len(group_jobs) >= 3  # the listing, the read, the compute
+    assert (snap.graphs_total, snap.graphs_done) == (40, 40)
+    assert not snap.reading
+
+
 def test_spark_logs_errors_only(spark):
     root = spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger()
     assert str(root.getLevel().toString()) == "ERROR"
