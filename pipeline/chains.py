@@ -39,7 +39,7 @@ What it does not catch, as before the shortcuts: a wrong chainable flag on an ed
 walk and the chain_edge rows come from the same rules; the known-answer tests check
 those), and the fingerprint's ~2^-62 chance of a collision. A wrong walk can make the
 input's diameter long again (missing shortcuts), which slows the step but still ends in
-a disagreement row. Without the walk's rows (``operators=None``, as tests/test_chains.py
+a disagreement row. Without the walk's shortcuts (``shortcuts=None``, as tests/test_chains.py
 calls it), GraphFrames runs on the chainable edges alone, one GraphX iteration per link.
 """
 
@@ -229,8 +229,6 @@ def _graphframes(
 def member_roots(
     chain_edges: DataFrame,
     settings: Settings,
-    operators: DataFrame | None = None,
-    *,
     shortcuts: DataFrame | None = None,
     graph_ids: DataFrame | None = None,
 ) -> tuple[DataFrame, int]:
@@ -238,19 +236,16 @@ def member_roots(
     other node is its own root), from ``chain_edges`` (graph_id, source, target); and the
     rounds (pointer-jumping rounds, or GraphFrames' iterations).
 
-    ``operators`` (the walk's operator rows), or ``shortcuts`` (:func:`walk_shortcuts` of
-    them, when the caller has them already), let GraphFrames run on the chainable edges plus
-    the walk's head-to-member shortcuts (module docstring): the same components when the
-    walk is right, in a constant number of iterations whatever the chains' length.
-    ``graph_ids``: the distinct graph_ids of ``chain_edges``, when known (no pass over the
-    edges to find them).
+    ``shortcuts`` (graph_id, head, node_id: :func:`walk_shortcuts` of the walk's operator
+    rows) let GraphFrames run on the chainable edges plus the walk's head-to-member
+    shortcuts (module docstring): the same components when the walk is right, in a constant
+    number of iterations whatever the chains' length. ``graph_ids``: the distinct graph_ids
+    of ``chain_edges``, when known (no pass over the edges to find them).
     """
     engine = settings.chains.engine
     if engine == "dataframe":
         return _pointer_jumping(chain_edges)
     if engine == "graphframes":
-        if shortcuts is None and operators is not None:
-            shortcuts = walk_shortcuts(operators)
         return _graphframes(chain_edges, settings, shortcuts, graph_ids)
     raise ChainEngineError(f"unknown chains.engine {engine!r}; use dataframe or graphframes")
 

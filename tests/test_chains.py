@@ -186,7 +186,7 @@ def test_long_chains_take_a_log_bounded_number_of_graphframes_iterations(spark, 
     iteration per link, which the 1,000 chain would show (and the 20,000 one not finish)."""
     import math
 
-    from pipeline.chains import member_roots
+    from pipeline.chains import member_roots, walk_shortcuts
 
     assert settings.chains.engine == "graphframes"
     for length in (10, 1000, 20000):
@@ -194,7 +194,7 @@ def test_long_chains_take_a_log_bounded_number_of_graphframes_iterations(spark, 
             [("g", i, i + 1) for i in range(1, length)] + [("h", 5, 6)], "graph_id string, source int, target int"
         )
         heads = {"g": {i: 1 for i in range(1, length + 1)}, "h": {5: 5, 6: 5}}
-        roots, iterations = member_roots(edges, settings, _walk_operators(spark, heads))
+        roots, iterations = member_roots(edges, settings, walk_shortcuts(_walk_operators(spark, heads)))
         got = {(r.graph_id, r.node_id): r.root for r in roots.collect()}
         assert got == {("g", i): 1 for i in range(1, length + 1)} | {("h", 5): 5, ("h", 6): 5}
         assert 1 <= iterations <= 2 * math.log2(length) + 2, (length, iterations)
@@ -205,7 +205,7 @@ def test_a_wrong_walk_head_cannot_hide_behind_its_shortcut(spark, settings):
     still show as a disagreement: a member moved into another chain (its shortcut joins two
     components, which then hold two roots), a chain the walk cut in two (the chainable edge
     still joins them), a head that is not the root, and a walk-only member."""
-    from pipeline.chains import member_roots, walk_disagreements
+    from pipeline.chains import member_roots, walk_disagreements, walk_shortcuts
 
     # true chains: 1 -> 2 -> 3 -> 4 and 10 -> 11 -> 12 in every graph
     chained = [(1, 2), (2, 3), (3, 4), (10, 11), (11, 12)]
@@ -221,7 +221,7 @@ def test_a_wrong_walk_head_cannot_hide_behind_its_shortcut(spark, settings):
         [(g, s, t) for g in walks for s, t in chained], "graph_id string, source int, target int"
     )
     operators = _walk_operators(spark, walks)
-    roots, _ = member_roots(edges, settings, operators)
+    roots, _ = member_roots(edges, settings, walk_shortcuts(operators))
     flagged = {r.graph_id for r in walk_disagreements(operators, roots).collect()}
     assert flagged == {"moved", "cut", "wrong-head", "extra"}
 
