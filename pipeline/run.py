@@ -134,8 +134,10 @@ def compute(
     # ONE pass over the stage's rows for every count of the run: rows and graphs per kind,
     # checkpointed per (kind, graph), so the summary, the run's graph ids, the chains step's
     # graph index, the walk's side of the chain check and the Delta commits' graph counts
-    # come from this small table instead of a scan of all rows each (thirteen scans of the
-    # 3.3M rows of the 10k fleet before: README, Benchmark, 2026-11-26 morning).
+    # come from this small table instead of a scan of all rows each. Besides the three table
+    # writes, the run passes over all rows three times after computing them (this count, the
+    # chains step's input, the error rows), sixteen times before: README, Benchmark,
+    # 2026-11-26 morning.
     with progress.stage(spark, "summary counts"):
         by_graph = count_per_graph(rows).localCheckpoint(eager=True)
         per_kind = (
@@ -223,17 +225,15 @@ def compute(
     operators = FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS)
     vertices = fused.vertex_rows(rows)
     job_edges = FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
-    outputs = (operators, vertices, job_edges, errors)
-    if rejected:  # the tables are the counts' rows less the rejected graphs: counted again
-        _write_and_count(spark, output, summary, progress, outputs, run_ids)
-        return summary
-    summary.job_vertices, summary.job_edges = kind_rows.get("vertex", 0), kind_rows.get("job_edge", 0)
-    graphs = {
-        "operators": kind_graphs.get("operator", 0),
-        "job_vertices": kind_graphs.get("vertex", 0),
-        "job_edges": kind_graphs.get("job_edge", 0),
-    }
-    _write_and_count(spark, output, summary, progress, outputs, run_ids, graphs)
+    graphs = None  # with rejected graphs the tables are the counted rows less theirs: counted again
+    if not rejected:
+        summary.job_vertices, summary.job_edges = kind_rows.get("vertex", 0), kind_rows.get("job_edge", 0)
+        graphs = {
+            "operators": kind_graphs.get("operator", 0),
+            "job_vertices": kind_graphs.get("vertex", 0),
+            "job_edges": kind_graphs.get("job_edge", 0),
+        }
+    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids, graphs)
     return summary
 
 
