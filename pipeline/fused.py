@@ -5,12 +5,12 @@ Every step but the chains is per graph, and a graph is small: run as Spark stage
 own (one per step, each a shuffle and a materialised table, the former "staged executor")
 they mostly paid Spark's fixed costs, 139.1 s against 71.0 s at 10k graphs
 (bench/results/20261122-030700-fleet-10k-staged.json, 20261122-025104-fleet-10k-fused.json).
-Here one ``mapInPandas`` over the input lines parses and checks each graph
+Here one ``mapInArrow`` over the input lines parses and checks each graph
 (:mod:`udfs.spec_contract`) and runs the rest on the batch
 (:func:`udfs.graph_batch.compute_batch`): no shuffle until the connected components, which
 need all graphs' chainable edges at once.
 
-Output: one frame of :data:`FUSED_SCHEMA`, ``kind`` telling the row's table:
+Output: Arrow batches of :data:`FUSED_SCHEMA`, one per kind, ``kind`` telling the row's table:
 ``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of
 connected components), ``graph`` (one per input graph text: id, file, node count),
 ``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch).
@@ -27,6 +27,7 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -36,7 +37,15 @@ from pipeline.read_spec import Limits, internal_message, load_text, parse_loaded
 from pipeline.row_codec import FUSED_ROWS
 from pipeline.stream_tables import StreamTables
 from pipeline.table_columns import VERTEX_COLUMNS, column_type
-from udfs.graph_batch import EDGE_INPUT_COLUMNS, NODE_INPUT_COLUMNS, BatchRows, StepClock, compute_batch, concat_columns
+from udfs.graph_batch import (
+    EDGE_INPUT_COLUMNS,
+    NODE_INPUT_COLUMNS,
+    BatchRows,
+    StepClock,
+    compute_batch,
+    concat_columns,
+    concat_parts,
+)
 from udfs.spec_batch import ParsedBatch, parse_batch
 from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
@@ -59,6 +68,15 @@ def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
     frames = FUSED_ROWS.encode(by_kind)
     clock.add("rows out", t)
     return frames + FUSED_ROWS.encode({"timing": {"graph_id": "", **clock.rows()}})
+
+
+def _batches(rows: BatchRows, clock: StepClock) -> list[pa.RecordBatch]:
+    """:func:`_frames` as Arrow record batches, for the stage's ``mapInArrow`` (no pandas
+    frame on the way out; :meth:`RowCodec.encode_arrow` says what that saves)."""
+    t = time.perf_counter()
+    batches = FUSED_ROWS.encode_arrow({kind: concat_parts(cols) for kind, cols in rows.items()})
+    clock.add("rows out", t)
+    return batches + FUSED_ROWS.encode_arrow({"timing": {"graph_id": "", **clock.rows()}})
 
 
 def _batch_frames(
@@ -94,10 +112,10 @@ def _typed_frame(columns: dict[str, list]) -> pd.DataFrame:
     )
 
 
-def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pd.DataFrame]], Iterator]:
-    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from _frames(*_batch_rows(batch, limits, raise_in_graph))
+            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph))
 
     return run
 
@@ -207,7 +225,7 @@ def rows_from_texts(texts: DataFrame, limits: Limits | None = None, raise_in_gra
     ``raise_in_graph`` is a test hook (setting ``testing.raise_in_graph``, never in
     conf/pipeline.json): the per-graph code raises a RuntimeError for the graph of that id,
     to show that an unexpected exception costs that graph only (tests/test_bad_input.py)."""
-    return texts.mapInPandas(_from_texts(limits or Limits.from_settings(), raise_in_graph), FUSED_SCHEMA)
+    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph), FUSED_SCHEMA)
 
 
 def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.table_columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS, column_type
 from udfs.spec_contract import ERROR_COLUMNS
@@ -80,6 +82,7 @@ class RowCodec:
         for kind, slots in self._slots.items():
             carried = {"graph_id": "graph_id", **{s: c for c, s in slots.items()}}
             self._sources[kind] = [(f, carried.get(f.name)) for f in self.schema.fields]
+        self.arrow_schema: pa.Schema = to_arrow_schema(self.schema)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -116,6 +119,29 @@ class RowCodec:
         columns are converted only where Arrow needs it; the columns it does not fill are
         typed all-null columns."""
         return [self._encode_kind(kind, rows) for kind, rows in by_kind.items()]
+
+    def encode_arrow(self, by_kind: Mapping[str, pd.DataFrame | Mapping[str, Any]]) -> list[pa.RecordBatch]:
+        """As :meth:`encode`, but one Arrow record batch of :attr:`arrow_schema` per kind, for
+        ``mapInArrow``: each of the kind's columns goes straight to its Arrow type, the
+        columns it does not fill are Arrow nulls. From pandas frames, pyspark's conversion
+        (a null mask per column, then Arrow, the struct around it) cost the per-graph stage
+        more than its own encode: 0.72 against 0.22 CPU s per 1,000 graphs of fleet-10k."""
+        return [self._encode_kind_arrow(kind, rows) for kind, rows in by_kind.items()]
+
+    def _encode_kind_arrow(self, kind: str, rows: pd.DataFrame | Mapping[str, Any]) -> pa.RecordBatch:
+        columns = {c: rows[c] for c in rows.columns} if isinstance(rows, pd.DataFrame) else rows
+        self._check_columns(kind, columns)
+        n = max((len(v) for v in columns.values() if not _scalar(v)), default=1)
+        arrays = []
+        for (field, name), arrow in zip(self._sources[kind], self.arrow_schema, strict=True):
+            if field.name == "kind":
+                arrays.append(pa.array([kind] * n, arrow.type))
+            elif name is None:
+                arrays.append(pa.nulls(n, arrow.type))
+            else:
+                values = columns[name]
+                arrays.append(pa.array([values] * n if _scalar(values) else values, arrow.type, from_pandas=True))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
     def _encode_kind(self, kind: str, rows: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
         frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
@@ -190,6 +216,11 @@ class RowCodec:
                 if cs
             ]
             raise ValueError(f"rows of kind {kind!r}: {'; '.join(problems)} (its columns: {', '.join(want)})")
+
+
+def _scalar(value: Any) -> bool:
+    """A value that stands for a whole column (repeated on every row), as pandas takes it."""
+    return not isinstance(value, list | tuple | np.ndarray | pd.Series | pd.api.extensions.ExtensionArray)
 
 
 def _typed(columns: Iterable[str], **types: T.DataType) -> dict[str, T.DataType]:

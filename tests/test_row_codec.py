@@ -61,15 +61,24 @@ def test_the_stage_has_the_kinds_it_emits():
     assert fused.FUSED_SCHEMA == FUSED_ROWS.schema
 
 
-def test_every_kind_round_trips_through_the_slots(spark):
+@pytest.mark.parametrize("encoding", ["arrow", "pandas"])
+def test_every_kind_round_trips_through_the_slots(spark, encoding):
     """Every kind, every column, a null in each nullable one: encoded as the worker does,
-    through Spark and Arrow (mapInPandas, as the stage), decoded by name."""
+    through Spark and Arrow, decoded by name. ``arrow``: record batches through
+    ``mapInArrow``, as the stage from spec texts yields them (pipeline.fused._from_texts);
+    ``pandas``: frames through ``mapInPandas``, as the stage from ingested tables."""
     by_kind = {kind: _rows(kind) for kind in KINDS}
-    frames = FUSED_ROWS.encode(by_kind)
-    assert len(frames) == len(KINDS)
-    assert all(list(f.columns) == FUSED_ROWS.schema.names for f in frames)
-    # one Arrow batch per kind, as the stage yields them (pipeline.fused._from_texts)
-    df = spark.range(1, numPartitions=1).mapInPandas(lambda _: iter(frames), FUSED_ROWS.schema)
+    if encoding == "arrow":
+        batches = FUSED_ROWS.encode_arrow(by_kind)
+        assert len(batches) == len(KINDS)
+        assert all(b.schema == FUSED_ROWS.arrow_schema for b in batches)
+        df = spark.range(1, numPartitions=1).mapInArrow(lambda _: iter(batches), FUSED_ROWS.schema)
+    else:
+        frames = FUSED_ROWS.encode(by_kind)
+        assert len(frames) == len(KINDS)
+        assert all(list(f.columns) == FUSED_ROWS.schema.names for f in frames)
+        # one Arrow batch per kind, as the stage yields them
+        df = spark.range(1, numPartitions=1).mapInPandas(lambda _: iter(frames), FUSED_ROWS.schema)
     assert df.schema == FUSED_ROWS.schema
 
     for kind in KINDS:
@@ -93,6 +102,26 @@ def test_the_stage_encodes_a_batch_and_its_timing(spark):
     clock.seconds = {step: 0.25 * (i + 1) for i, step in enumerate(STEPS)}
     frames = fused._frames({"chain_edge": [_rows("chain_edge", 1), _rows("chain_edge", 2)]}, clock)
     df = spark.createDataFrame(pd.concat(frames, ignore_index=True), FUSED_ROWS.schema)
+    assert FUSED_ROWS.rows(df, "chain_edge").count() == 3
+    timing = {r["step"]: r["worker_seconds"] for r in FUSED_ROWS.rows(df, "timing").collect()}
+    assert timing == clock.seconds
+
+
+def test_the_stage_from_texts_encodes_a_batch_as_arrow_and_its_timing(spark):
+    """The stage's Arrow encode (:func:`pipeline.fused._batches`, what ``mapInArrow`` gets):
+    the same rows as the pandas one, lists and numpy columns alike, and the step clock as
+    ``timing`` rows."""
+    clock = StepClock()
+    clock.seconds = {step: 0.25 * (i + 1) for i, step in enumerate(STEPS)}
+    parts = {"chain_edge": [_rows("chain_edge", 1), _rows("chain_edge", 2)], "error": [_rows("error", 2)]}
+    parts["error"][0] = {c: list(v) for c, v in parts["error"][0].items()}  # lists, as some steps give
+    batches = fused._batches(parts, clock)
+    df = spark.range(1, numPartitions=1).mapInArrow(lambda _: iter(batches), FUSED_ROWS.schema)
+    frames = fused._frames(parts, StepClock())
+    want = spark.createDataFrame(pd.concat(frames, ignore_index=True), FUSED_ROWS.schema)
+    for kind in ("chain_edge", "error"):
+        got_rows = sorted(map(tuple, FUSED_ROWS.rows(df, kind).collect()), key=repr)
+        assert got_rows == sorted(map(tuple, FUSED_ROWS.rows(want, kind).collect()), key=repr), kind
     assert FUSED_ROWS.rows(df, "chain_edge").count() == 3
     timing = {r["step"]: r["worker_seconds"] for r in FUSED_ROWS.rows(df, "timing").collect()}
     assert timing == clock.seconds
@@ -137,11 +166,13 @@ def test_an_unknown_kind_is_refused_by_name(spark):
 def test_a_missing_or_extra_column_is_refused_by_name(spark):
     missing = _rows("stats")
     del missing["hash_layers"]
-    with pytest.raises(ValueError, match=r"rows of kind 'stats': missing hash_layers \(its columns: graph_id, "):
-        FUSED_ROWS.encode({"stats": missing})
+    for encode in (FUSED_ROWS.encode, FUSED_ROWS.encode_arrow):
+        with pytest.raises(ValueError, match=r"rows of kind 'stats': missing hash_layers \(its columns: graph_id, "):
+            encode({"stats": missing})
     extra = _rows("chain_edge") | {"chainable": np.array([True, False])}
-    with pytest.raises(ValueError, match="rows of kind 'chain_edge': not declared chainable"):
-        FUSED_ROWS.encode({"chain_edge": extra})
+    for encode in (FUSED_ROWS.encode, FUSED_ROWS.encode_arrow):
+        with pytest.raises(ValueError, match="rows of kind 'chain_edge': not declared chainable"):
+            encode({"chain_edge": extra})
     no_id = _rows("timing")
     del no_id["graph_id"]
     with pytest.raises(ValueError, match="missing graph_id"):

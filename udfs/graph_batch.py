@@ -242,16 +242,19 @@ def _traceback_message(limit: int = 4000) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def concat_columns(parts: Iterable[Columns]) -> pd.DataFrame:
-    """One frame from many column dicts of the same keys (numpy arrays or lists)."""
+def concat_parts(parts: Iterable[Columns]) -> Columns:
+    """One column dict from many of the same keys (numpy arrays, or lists)."""
     parts = list(parts)
-    if not parts:
-        return pd.DataFrame()
-    out = {}
-    for key in parts[0]:
+    out: Columns = {}
+    for key in parts[0] if parts else ():
         values = [p[key] for p in parts]
         if all(isinstance(v, np.ndarray) for v in values):
             out[key] = np.concatenate(values)
         else:
             out[key] = list(chain.from_iterable(values))
-    return pd.DataFrame(out)
+    return out
+
+
+def concat_columns(parts: Iterable[Columns]) -> pd.DataFrame:
+    """:func:`concat_parts` as a frame."""
+    return pd.DataFrame(concat_parts(parts))
