@@ -4,11 +4,11 @@ vertex and edge rows) took no time at all?
 
     python bench/python_floor.py fleet-10k [--rounds 2]
 
-1. ``record``: one run of the pipeline whose per-graph stage also pickles every Arrow batch's
-   output frames to a cache folder, keyed by (Spark partition, batch number). The run's own
-   time is not used.
+1. ``record``: one run of the pipeline whose per-graph stage also pickles the Arrow record
+   batches it yields for every input batch to a cache folder, keyed by (Spark partition,
+   batch number). The run's own time is not used.
 2. ``rounds`` times, alternated: ``full``, the pipeline as it is, and ``floor``, the same
-   pipeline whose per-graph stage yields the recorded frames of its (partition, batch)
+   pipeline whose per-graph stage yields the recorded batches of its (partition, batch)
    instead of computing them. Everything else is the product's own code, unchanged: the same
    read (the spec files' texts, decompressed and dealt round-robin to the same partitions),
    the same rows handed back through Arrow, the same chains step with GraphFrames, the same
@@ -18,7 +18,7 @@ vertex and edge rows) took no time at all?
 Round-robin ``repartition`` deals the same number of texts to each partition in every run,
 so each (partition, batch) of the recording is replayed exactly once and the floor writes
 the same tables (the script checks the row counts). Replaying is not free: the workers
-unpickle the recorded frames, so the floor is a little above the true one.
+unpickle the recorded batches, so the floor is a little above the true one.
 
 This is an experiment, not the benchmark (bench/run_bench.py): it replaces one function of
 :mod:`pipeline.fused` in the child process on purpose, the one seam a zero-cost per-graph
@@ -65,10 +65,10 @@ def _stage(mode: str, cache: str):
                     with open(path, "rb") as fh:
                         yield from pickle.load(fh)
                     continue
-                frames = fused._frames(*fused._batch_rows(batch, limits, raise_in_graph))
+                out = fused._batches(*fused._batch_rows(batch.to_pandas(), limits, raise_in_graph))
                 with open(path, "wb") as fh:
-                    pickle.dump(frames, fh, protocol=5)
-                yield from frames
+                    pickle.dump(out, fh, protocol=5)
+                yield from out
 
         return run
 
@@ -119,7 +119,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("fleet", help="a name under bench/data/ or a spec folder")
     ap.add_argument("--rounds", type=int, default=2, help="full/floor pairs, alternated (default 2)")
-    ap.add_argument("--cache", type=Path, default=None, help="where the recorded frames go (default bench/tmp/)")
+    ap.add_argument("--cache", type=Path, default=None, help="where the recorded batches go (default bench/tmp/)")
     ap.add_argument("--child", choices=("full", "record", "floor"), help=argparse.SUPPRESS)
     ap.add_argument("--output", help=argparse.SUPPRESS)
     ap.add_argument("--summary", help=argparse.SUPPRESS)
