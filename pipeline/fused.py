@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import chain
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -43,11 +44,12 @@ from udfs.graph_batch import (
     BatchRows,
     StepClock,
     compute_batch,
-    concat_columns,
     concat_parts,
 )
 from udfs.spec_batch import ParsedBatch, parse_batch
 from udfs.spec_contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
+
+E = TypeVar("E")  # an encoded kind of row: a pandas frame or an Arrow record batch
 
 # The one schema of every kind of row, as the codec lays them out (pipeline/row_codec.py).
 FUSED_SCHEMA = FUSED_ROWS.schema
@@ -60,23 +62,25 @@ def kind_rows(rows: DataFrame, kind: str) -> DataFrame:
     return FUSED_ROWS.rows(rows, kind)
 
 
-def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
-    """One frame per kind of row, each in the full output schema; the time this takes is the
-    step "rows out" of the batch's own timing rows (encoded last, so they include it)."""
+def _encoded(rows: BatchRows, clock: StepClock, encode: Callable[[dict], list[E]]) -> list[E]:
+    """One encoded piece per kind of row (``encode``: the codec's pandas or Arrow encoder),
+    each in the full output schema; the time this takes is the step "rows out" of the
+    batch's own timing rows (encoded last, so they include it)."""
     t = time.perf_counter()
-    by_kind: dict[str, pd.DataFrame | dict] = {kind: concat_columns(cols) for kind, cols in rows.items()}
-    frames = FUSED_ROWS.encode(by_kind)
+    out = encode({kind: concat_parts(cols) for kind, cols in rows.items()})
     clock.add("rows out", t)
-    return frames + FUSED_ROWS.encode({"timing": {"graph_id": "", **clock.rows()}})
+    return out + encode({"timing": {"graph_id": "", **clock.rows()}})
+
+
+def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
+    """Pandas frames, for the stage from ingested tables (a cogroup's pandas UDF)."""
+    return _encoded(rows, clock, FUSED_ROWS.encode)
 
 
 def _batches(rows: BatchRows, clock: StepClock) -> list[pa.RecordBatch]:
-    """:func:`_frames` as Arrow record batches, for the stage's ``mapInArrow`` (no pandas
-    frame on the way out; :meth:`RowCodec.encode_arrow` says what that saves)."""
-    t = time.perf_counter()
-    batches = FUSED_ROWS.encode_arrow({kind: concat_parts(cols) for kind, cols in rows.items()})
-    clock.add("rows out", t)
-    return batches + FUSED_ROWS.encode_arrow({"timing": {"graph_id": "", **clock.rows()}})
+    """Arrow record batches, for the stage from spec texts (``mapInArrow``: no pandas frame
+    on the way out; :meth:`RowCodec.encode_arrow` says what that saves)."""
+    return _encoded(rows, clock, FUSED_ROWS.encode_arrow)
 
 
 def _batch_frames(

@@ -6,7 +6,8 @@ emits rows for several tables at once (operators, vertices, job edges, chain edg
 graphs, stats, errors, timings), so every row carries a ``kind`` and the kinds share
 columns. Which kind's column sits in which shared column (the slot layout) is known here
 only: the UDF hands over a frame per kind with the kind's own column names
-(:meth:`RowCodec.encode`), Spark code asks for a kind's rows or one of its columns by name
+(:meth:`RowCodec.encode` to pandas frames, :meth:`RowCodec.encode_arrow` to Arrow record
+batches), Spark code asks for a kind's rows or one of its columns by name
 (:meth:`RowCodec.rows`, :meth:`RowCodec.column`), and a kind or column the codec was not
 told of is refused with an error naming it -- as a multi-output API with declared tags
 (Beam's ``TaggedOutput``) refuses an undeclared tag -- instead of a silently null or
