@@ -29,7 +29,7 @@ $(JARS_STAMP): conf/jvm/pom.xml conf/jvm/graphframes.json scripts/install_graphf
 demo: install
 	rm -rf out/demo
 	$(BIN)/flink-jobgraph compute --input samples --output out/demo
-	$(BIN)/python -m pipeline.queries out/demo
+	$(BIN)/python -m devtools.queries out/demo
 
 test: install
 	$(BIN)/python -m pytest -q

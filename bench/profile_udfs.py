@@ -3,7 +3,7 @@
     python bench/profile_udfs.py fleet-1k [--top 25]
 
 Runs ``compute`` once on the fleet (local[2], like run_bench.py, code snapshot included) with
-the per-graph stage's work per Arrow batch, ``pipeline.fused._batch_rows`` (parse, contract
+the per-graph stage's work per Arrow batch, ``pipeline.compute.stage._batch_rows`` (parse, contract
 checks, chainability, hashing, the createChain walk), wrapped in a per-worker cProfile that
 uses CPU time (``time.process_time``). Each worker dumps its profile to
 bench/tmp/prof-<stamp>/<pid>-<stage>.pstats after every call (cumulative).
@@ -31,7 +31,7 @@ import run_bench  # noqa: E402  (bench/run_bench.py: snapshot, sampler, fleet lo
 
 # (stage of the run summary, module, function, is it an iterator UDF)
 TARGETS = [
-    ("read+compute", "pipeline.fused", "_batch_rows", False),
+    ("read+compute", "pipeline.compute.stage", "_batch_rows", False),
 ]
 
 
@@ -99,7 +99,7 @@ def main() -> int:
         mod = importlib.import_module(mod_name)
         setattr(mod, fn_name, _wrap(getattr(mod, fn_name), stage, str(prof_dir), iterator))
 
-    import pipeline.run as run_mod
+    import pipeline.compute.run as run_mod
     from pipeline.session import get_spark
 
     mem = run_bench.MemorySampler()

@@ -21,7 +21,7 @@ the same tables (the script checks the row counts). Replaying is not free: the w
 unpickle the recorded batches, so the floor is a little above the true one.
 
 This is an experiment, not the benchmark (bench/run_bench.py): it replaces one function of
-:mod:`pipeline.fused` in the child process on purpose, the one seam a zero-cost per-graph
+:mod:`pipeline.compute.stage` in the child process on purpose, the one seam a zero-cost per-graph
 stage can be measured through. Writes bench/results/<timestamp>-<fleet>-python-floor.json.
 """
 
@@ -50,7 +50,7 @@ def _stage(mode: str, cache: str):
     """The per-graph stage's function for ``mode``: record (compute, and pickle what is
     yielded) or floor (yield what was recorded). Defined here, so Spark ships it to the
     workers by value."""
-    from pipeline import fused
+    from pipeline.compute import stage as fused
 
     def make(limits, raise_in_graph):
         def run(batches):
@@ -77,7 +77,9 @@ def _stage(mode: str, cache: str):
 
 def child(mode: str, fleet: Path, cache: str, output: str, summary_path: str) -> None:
     """One run of ``compute`` in this process (``full``, ``record`` or ``floor``)."""
-    from pipeline import fused, run, session
+    from pipeline import session
+    from pipeline.compute import run
+    from pipeline.compute import stage as fused
     from pipeline.progress import Progress
     from pipeline.settings import load_settings
 

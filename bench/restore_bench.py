@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.restore_cases import read_cases, read_metadata_tar, write_case_fleet  # noqa: E402
+from devtools.restore_cases import read_cases, read_metadata_tar, write_case_fleet  # noqa: E402
 
 CASE_SETS = [
     *sorted((ROOT / "conformance" / "restore").glob("savepoint-*.jsonl.gz")),

@@ -217,7 +217,7 @@ def frontier_stats(rows: Any) -> dict[str, Any]:
     rows that the run hands its observer."""
     from pyspark.sql import functions as F
 
-    import pipeline.fused as fu
+    import pipeline.compute.stage as fu
 
     if rows is None:
         return {}
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     uptime_before = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     t_all = time.perf_counter()
 
-    import pipeline.run as run_mod
+    import pipeline.compute.run as run_mod
     from pipeline.session import get_spark
 
     mem.stage = "spark start"

@@ -1,5 +1,5 @@
 -- Example queries over the tables of `flink-jobgraph compute`. {out} is the --output folder.
--- Run them all with: python -m pipeline.queries OUT
+-- Run them all with: python -m devtools.queries OUT
 
 -- 1. Which operator is 77fec41789154996bfa76055dea29472 (e.g. from a failed restore's log)?
 SELECT graph_id, node_id, name, uid, hash_source, jobvertex_id

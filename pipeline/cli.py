@@ -11,9 +11,10 @@ import argparse
 import json
 import sys
 
-from pipeline import export_cmd, restore_cli
+from pipeline.export import command as export_cmd
+from pipeline.restore import command as restore_cli
 from pipeline.version import __version__
-from udfs.flink_profiles import supported_versions
+from udfs.flink.profiles import supported_versions
 
 EPILOG = """examples:
   flink-jobgraph compute --input samples/ --output out/
@@ -73,7 +74,7 @@ def _add_render_parser(sub) -> None:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from pipeline.render import RenderError, render
+    from pipeline.render.command import RenderError, render
     from pipeline.session import SetupError, get_spark
     from pipeline.settings import load_settings
 
@@ -88,7 +89,7 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def add_catalog_args(c: argparse.ArgumentParser) -> None:
-    """--database/--catalog, shared by every command that writes tables (pipeline/catalog.py)."""
+    """--database/--catalog, shared by every command that writes tables (pipeline/tables/catalog.py)."""
     c.add_argument(
         "--database",
         help="also register every output table as an external Delta table in this database of the "
@@ -122,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "catalog", None) and not getattr(args, "database", None):
         parser.error("--catalog needs --database")
     # Imported late so that --help answers without starting a JVM.
-    from pipeline import catalog
-    from pipeline.read_spec import InputError
-    from pipeline.run import Progress, compute, ingest
+    from pipeline.compute.read import InputError
+    from pipeline.compute.run import Progress, compute, ingest
     from pipeline.session import SetupError, get_spark
     from pipeline.settings import load_settings
+    from pipeline.tables import catalog
 
     try:
         settings = load_settings(_overrides(args.set))

@@ -89,7 +89,7 @@ class Progress:
 
     def per_graph_rows(self, rows: Any) -> None:
         """The per-graph stage's output (a checkpointed DataFrame of every row kind:
-        ``pipeline.row_codec.FUSED_ROWS.rows(rows, "stats")`` holds each graph's BFS frontier sizes),
+        ``pipeline.compute.row_codec.FUSED_ROWS.rows(rows, "stats")`` holds each graph's BFS frontier sizes),
         handed over once per compute. The CLI needs nothing from it."""
 
     @contextmanager

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from udfs.flink_profiles import CONF_DIR, ROOT
+from udfs.flink.profiles import CONF_DIR, ROOT
 
 __all__ = [
     "CONF_DIR",
@@ -52,7 +52,7 @@ GRAPHFRAMES_ALGORITHMS = ("graphx", "graphframes")
 
 @dataclass(frozen=True)
 class ChainSettings:
-    """How the connected components of the chainable edges are found (pipeline/chains.py)."""
+    """How the connected components of the chainable edges are found (pipeline/compute/chains.py)."""
 
     engine: str = "graphframes"  # CHAINS_ENGINES
     graphframes_algorithm: str = "graphx"  # GRAPHFRAMES_ALGORITHMS

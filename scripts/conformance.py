@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.conformance import compare_tables, read_vector_file  # noqa: E402
-from pipeline.run import Progress, compute  # noqa: E402
+from devtools.conformance import compare_tables, read_vector_file  # noqa: E402
+from pipeline.compute.run import Progress, compute  # noqa: E402
 from pipeline.session import get_spark  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
 

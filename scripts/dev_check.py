@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from udfs.hash_layers import HashingError  # noqa: E402
-from udfs.single_graph import compute_one  # noqa: E402
-from udfs.spec_contract import ContractError  # noqa: E402
+from udfs.compute.one_graph import compute_one  # noqa: E402
+from udfs.flink.hashing import HashingError  # noqa: E402
+from udfs.spec.contract import ContractError  # noqa: E402
 
 run_one = compute_one
 

@@ -8,7 +8,7 @@ JVM): odd trials after a random part of the write phase's measured length, even 
 after the run's 1st, 2nd, 3rd or 4th table commit (before it publishes the run). Right after the
 kill it reads every table at its latest version (what any reader sees now) and checks that
 each equals, row for row, the old or the new clean state of that table, never something
-between; and that the published view (pipeline.delta_sink.read_published) is the old or
+between; and that the published view (pipeline.tables.delta_writer.read_published) is the old or
 the new state of ALL tables together. Then it re-runs the same input to completion (in its
 own warm Spark session) and compares all four tables with a clean run's, row for row.
 
@@ -227,7 +227,7 @@ def run_cli(
 def run_here(spark, inp: Path, out: Path) -> Run:
     """The same compute in this process's warm session (clean runs, re-runs, references):
     only the runs that are killed or run concurrently need a process of their own."""
-    from pipeline.run import Progress, compute
+    from pipeline.compute.run import Progress, compute
     from pipeline.settings import load_settings
 
     t0 = time.perf_counter()
@@ -251,7 +251,7 @@ def latest(spark, out: Path) -> dict[str, Counter]:
 
 
 def published(spark, out: Path) -> dict[str, Counter]:
-    from pipeline import delta_sink
+    from pipeline.tables import delta_writer as delta_sink
 
     return {t: rows(df) for t, df in delta_sink.read_published(spark, str(out), TABLES).items()}
 

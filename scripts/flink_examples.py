@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import export_cmd  # noqa: E402
+from pipeline.export import command as export_cmd  # noqa: E402
 
 OUT = ROOT / "conformance" / "examples"
 # Published example jars per harness line (Maven Central has no flink-examples-table for 1.20.x
@@ -144,8 +144,8 @@ def export_line(line: str, workers: int, only: list[str]) -> tuple[list[dict], l
 
 def check(specs_by_line: dict[str, list[dict]]) -> bool:
     """Compute every exported graph with the pipeline and compare all aspects with Flink."""
-    from pipeline.conformance import compare_tables
-    from pipeline.run import Progress, compute
+    from devtools.conformance import compare_tables
+    from pipeline.compute.run import Progress, compute
     from pipeline.session import get_spark
     from pipeline.settings import load_settings
 

@@ -1,4 +1,4 @@
-"""Differential fuzz of udfs/savepoint_metadata.py against real Flink's reader.
+"""Differential fuzz of udfs/savepoint/metadata.py against real Flink's reader.
 
 Mutates real ``_metadata`` files (truncation, 1-3 bit flips), lets real Flink read every
 mutant (tests/savepoints/MetadataProbe.java, compiled against a directory of Flink jars, e.g.
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from udfs.savepoint_metadata import MetadataError, parse_metadata  # noqa: E402
+from udfs.savepoint.metadata import MetadataError, parse_metadata  # noqa: E402
 
 
 def mutate(rng: random.Random, data: bytes) -> bytes:

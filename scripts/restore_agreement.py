@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.restore_cases import (  # noqa: E402
+from devtools.restore_cases import (  # noqa: E402
     ASPECTS,
     prove_fixes,
     read_cases,

@@ -38,7 +38,7 @@ def vector_files() -> list[Path]:
 
 def compute_files(spark, settings, files: list[Path], root: Path, progress: bool = False):
     """Known-answer files computed in ONE pipeline run; returns (output folder, summary)."""
-    from pipeline.run import Progress, compute
+    from pipeline.compute.run import Progress, compute
 
     inp = root / "input"
     inp.mkdir()
@@ -50,7 +50,7 @@ def compute_files(spark, settings, files: list[Path], root: Path, progress: bool
 
 def assert_file_matches_flink(spark, out: str, path: Path) -> None:
     """Every graph of a known-answer file, compared with Flink's answer on every aspect."""
-    from pipeline.conformance import ASPECTS, compare_tables, read_vector_file
+    from devtools.conformance import ASPECTS, compare_tables, read_vector_file
 
     graphs = list(read_vector_file(path))
     report = compare_tables(spark, out, graphs)

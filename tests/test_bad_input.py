@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipeline.run import Progress, compute
+from pipeline.compute.run import Progress, compute
 
 GOOD = {
     "graph_id": "good",
@@ -120,8 +120,8 @@ def _texts_batch(*graphs: dict | str):
 def test_same_graph_id_twice_in_one_batch_is_not_computed():
     """Two copies in one Arrow batch crashed compute_batch (pandas InvalidIndexError); now
     each copy leaves only its ``graph`` row, for the run's duplicate check to reject."""
-    from pipeline.fused import _batch_rows
-    from pipeline.read_spec import Limits
+    from pipeline.compute.read import Limits
+    from pipeline.compute.stage import _batch_rows
 
     rows, _ = _batch_rows(_texts_batch(GOOD, _variant("twice"), _variant("twice")), Limits(), None)
     graph_ids = [gid for part in rows["graph"] for gid in part["graph_id"]]
@@ -131,9 +131,9 @@ def test_same_graph_id_twice_in_one_batch_is_not_computed():
 
 
 def test_compute_batch_refuses_repeated_ids():
-    from pipeline.fused import _batch_frames
-    from pipeline.read_spec import parse_text
-    from udfs.graph_batch import compute_batch
+    from pipeline.compute.read import parse_text
+    from pipeline.compute.stage import _batch_frames
+    from udfs.compute.batch import compute_batch
 
     pg = parse_text(json.dumps(GOOD), "f")
     with pytest.raises(ValueError, match="graph ids repeat"):
@@ -141,8 +141,8 @@ def test_compute_batch_refuses_repeated_ids():
 
 
 def test_exception_in_one_graph_costs_that_graph_only():
-    from pipeline.fused import _batch_rows
-    from pipeline.read_spec import Limits
+    from pipeline.compute.read import Limits
+    from pipeline.compute.stage import _batch_rows
 
     batch = _texts_batch(GOOD, _variant("victim"), _variant("other"))
     rows, _ = _batch_rows(batch, Limits(), "victim")
@@ -164,14 +164,14 @@ def test_exception_in_one_graph_costs_that_graph_only():
 def test_non_object_nodes_are_contract_errors(node, code):
     """A node that is not an object raised a TypeError in the contract check (which, before
     INTERNAL_ERROR rows, killed the whole run)."""
-    from pipeline.read_spec import parse_text
+    from pipeline.compute.read import parse_text
 
     result = parse_text(json.dumps(_variant("g", nodes=[GOOD["nodes"][0], node])), "f")
     assert isinstance(result, dict) and result["error_code"] == code
 
 
 def test_lone_surrogates_become_question_marks_as_in_java():
-    from pipeline.read_spec import parse_text
+    from pipeline.compute.read import parse_text
 
     text = json.dumps(_variant("s", nodes=[{**GOOD["nodes"][0], "uid": "u\udc00"}, GOOD["nodes"][1]]))
     assert parse_text(text, "f").nodes[0]["uid"] == "u?"
@@ -192,7 +192,7 @@ def test_lone_surrogates_become_question_marks_as_in_java():
 def test_load_text_reads_what_json_reads_and_words_errors_as_json_does(text):
     """load_text(fast=True) parses with orjson and leaves to json what orjson refuses: the
     value, or the INVALID_JSON message with json's wording and position, is json's."""
-    from pipeline.read_spec import _LONE_SURROGATE_RE, _java_strings, load_text
+    from pipeline.compute.read import _LONE_SURROGATE_RE, _java_strings, load_text
 
     obj, error = load_text(text, "f.jsonl", fast=True)
     try:
@@ -213,8 +213,8 @@ def test_load_text_reads_what_json_reads_and_words_errors_as_json_does(text):
 def test_an_integer_past_64_bits_gets_the_error_json_values_give(big):
     """orjson reads an integer past 64 bits as a float; the batch path re-loads the graphs its
     columnar checks refuse with json, so the contract error names the integer, as before."""
-    from pipeline.fused import _batch_rows
-    from pipeline.read_spec import Limits, parse_text
+    from pipeline.compute.read import Limits, parse_text
+    from pipeline.compute.stage import _batch_rows
 
     text = json.dumps(_variant("big")).replace('"parallelism": 2', f'"parallelism": {big}', 1)
     assert big in text
@@ -233,7 +233,7 @@ def test_gzip_members_are_read_wherever_the_pieces_fed_to_zlib_end():
     import gzip
     import random
 
-    from pipeline.read_spec import _gzip_chunks
+    from pipeline.compute.read import _gzip_chunks
 
     rnd = random.Random(7)
     parts = [bytes(rnd.getrandbits(8) for _ in range(n)) for n in (700, 1, 1500, 40)]

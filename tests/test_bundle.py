@@ -67,9 +67,10 @@ def test_wheel_carries_the_code_and_conf(wheel: Path) -> None:
         assert profiles
         for f in profiles:
             assert z.read(f"pipeline/conf/profiles/{f.name}") == f.read_bytes()
-        for pkg in ("pipeline", "udfs"):
-            for f in (ROOT / pkg).glob("*.py"):
-                assert f"{pkg}/{f.name}" in names
+        for pkg in ("pipeline", "udfs"):  # every module of every subpackage
+            for f in (ROOT / pkg).rglob("*.py"):
+                assert f.relative_to(ROOT).as_posix() in names
+        assert not [n for n in names if n.startswith(("devtools/", "tests/", "scripts/", "bench/"))]
         metadata = z.read(f"flink_jobgraph-{__version__}.dist-info/METADATA").decode()
     assert f"Version: {__version__}" in metadata
     # A cluster keeps its own Spark and Delta: they are only in the "spark" extra.

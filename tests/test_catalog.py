@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import catalog
+from pipeline.tables import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "orders-enricher.jsonl"
@@ -70,7 +70,7 @@ WRITER = f"""
         "clash": cli("compute", "--input", "staged", "--output", "elsewhere", "--database", "flink_jobgraph"),
     }}
     # registering again over the same folders (what every later run does) changes nothing
-    from pipeline import catalog
+    from pipeline.tables import catalog
     from pyspark.sql import SparkSession
     spark = SparkSession.getActiveSession()
     results["again"] = catalog.register_tables(

@@ -14,7 +14,7 @@ import copy
 import pytest
 from pyspark.sql import functions as F
 
-from pipeline.chains import member_roots
+from pipeline.compute.chains import member_roots
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
@@ -114,7 +114,7 @@ def test_unknown_engine_is_a_one_line_cli_error(spark, tmp_path, capsys):
 
 def test_walk_disagreements_finds_exactly_the_graphs_whose_chains_differ(spark):
     """The fused executor's chain check: operators as the walk placed them vs component roots."""
-    from pipeline.chains import walk_disagreements
+    from pipeline.compute.chains import walk_disagreements
 
     # (graph, node, chain head, is head, inside a vertex); roots: (graph, node, root)
     ops = [
@@ -186,7 +186,7 @@ def test_long_chains_take_a_log_bounded_number_of_graphframes_iterations(spark, 
     iteration per link, which the 1,000 chain would show (and the 20,000 one not finish)."""
     import math
 
-    from pipeline.chains import member_roots, walk_shortcuts
+    from pipeline.compute.chains import member_roots, walk_shortcuts
 
     assert settings.chains.engine == "graphframes"
     for length in (10, 1000, 20000):
@@ -205,7 +205,7 @@ def test_a_wrong_walk_head_cannot_hide_behind_its_shortcut(spark, settings):
     still show as a disagreement: a member moved into another chain (its shortcut joins two
     components, which then hold two roots), a chain the walk cut in two (the chainable edge
     still joins them), a head that is not the root, and a walk-only member."""
-    from pipeline.chains import member_roots, walk_disagreements, walk_shortcuts
+    from pipeline.compute.chains import member_roots, walk_disagreements, walk_shortcuts
 
     # true chains: 1 -> 2 -> 3 -> 4 and 10 -> 11 -> 12 in every graph
     chained = [(1, 2), (2, 3), (3, 4), (10, 11), (11, 12)]
@@ -234,8 +234,8 @@ def test_a_20000_operator_chain_through_the_default_pipeline(spark, settings, tm
     import json
     import math
 
-    from pipeline.conformance import compare_tables, read_vector_file
-    from pipeline.run import Progress, compute
+    from devtools.conformance import compare_tables, read_vector_file
+    from pipeline.compute.run import Progress, compute
 
     from .conftest import GOLDEN
 
@@ -274,7 +274,7 @@ def test_the_per_graph_python_is_linear_in_the_chain_length():
     and 9 GB of names); now ~3.5x (1.2 -> 4.0 s). The head's name is still the whole chain's."""
     import time
 
-    from udfs.single_graph import compute_one
+    from udfs.compute.one_graph import compute_one
 
     cpu = {}
     for length in (10000, 40000):
@@ -292,14 +292,15 @@ def test_the_per_graph_python_is_linear_in_the_chain_length():
 
 
 def test_the_runs_one_pass_gives_the_walks_side_of_the_chain_check(spark):
-    """pipeline.run counts every kind of row in one pass, and that pass also reduces the
+    """pipeline.compute.run counts every kind of row in one pass, and that pass also reduces the
     walk's operators to the chain check's per-graph side: it must equal what
     walk_disagreements computes from the operator rows, and a wrong root must still be found
     through it. Real rows of the per-graph stage, from the bundled samples."""
-    from pipeline import fused, read_spec
-    from pipeline.chains import walk_disagreements, walk_shortcuts
-    from pipeline.row_codec import FUSED_ROWS
-    from pipeline.run import chain_inputs, count_per_graph, walk_side
+    from pipeline.compute import read as read_spec
+    from pipeline.compute import stage as fused
+    from pipeline.compute.chains import walk_disagreements, walk_shortcuts
+    from pipeline.compute.row_codec import FUSED_ROWS
+    from pipeline.compute.run import chain_inputs, count_per_graph, walk_side
 
     from .conftest import ROOT
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from devtools.queries import example_queries
 from pipeline.cli import main
-from pipeline.queries import example_queries
-from pipeline.run import Progress, compute
+from pipeline.compute.run import Progress, compute
 
 from .conftest import ROOT
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.conformance import read_vector_file
+from devtools.conformance import read_vector_file
 
 from .conftest import assert_file_matches_flink, vector_files
 

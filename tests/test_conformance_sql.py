@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.conformance import read_vector_file
+from devtools.conformance import read_vector_file
 
 from .conftest import assert_file_matches_flink, compute_files
 

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline import fused, read_spec
+from pipeline.compute import read as read_spec
+from pipeline.compute import stage as fused
 from pipeline.progress import Progress, Snapshot, _Rate, _Watch, plain_line
 
 from .conftest import ROOT
@@ -155,7 +156,7 @@ def test_the_observer_sees_every_step_and_the_per_graph_rows(spark, settings, tm
     """The run reports to its Progress (the observer the benchmark subclasses too): each
     step's end with its time, in order, and the per-graph stage's rows, whose stats rows hold
     one BFS frontier list per computed graph."""
-    from pipeline.run import compute
+    from pipeline.compute.run import compute
 
     class Recorder(Progress):
         def __init__(self) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import export_cmd
+from pipeline.export import command as export_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness"
@@ -208,8 +208,8 @@ def test_dependencies_as_maven_coordinates(built, listener, tmp_path, line):
 
 def test_sql_jobs_are_captured_and_computed_like_flink(built, spark, settings, tmp_path):
     """Flink 2.3 and 1.20; one compute run over both (Spark time is the expensive part)."""
-    from pipeline.conformance import compare_tables
-    from pipeline.run import Progress, compute
+    from devtools.conformance import compare_tables
+    from pipeline.compute.run import Progress, compute
 
     inp = tmp_path / "in"
     inp.mkdir()
@@ -244,7 +244,7 @@ def test_an_operator_added_behind_a_uid_operator_moves_an_upstream_id(built, lin
     both versions exactly, and this is why tests/test_properties.py states "adding a downstream
     operator keeps upstream IDs" only for graphs without uids upstream.
     """
-    from udfs.single_graph import compute_one
+    from udfs.compute.one_graph import compute_one
 
     rc, specs, err = export(built, line, "UidFirstJob", "--graph-id", "uid-first", "--expected", connector=False)
     assert rc == 0 and [g["graph_id"] for g in specs] == ["uid-first#1", "uid-first#2"], err

@@ -14,8 +14,8 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from pipeline import delta_sink
-from pipeline.run import Progress, compute
+from pipeline.compute.run import Progress, compute
+from pipeline.tables import delta_writer as delta_sink
 
 from .conftest import ROOT
 

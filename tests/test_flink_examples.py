@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.conformance import read_vector_file
+from devtools.conformance import read_vector_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "conformance" / "examples"
 LINES = ("1.20", "2.3")
@@ -45,8 +45,8 @@ def test_every_example_program_is_accounted_for(line):
 def test_named_hash_partitioner_is_hash_with_flinks_ship_strategy_name():
     """SQL jobs' keyed exchanges (BinaryHashPartitioner) arrive as ``HASH[<fields>]``: accepted,
     never chained, ALL_TO_ALL, and the job edge keeps the name Flink gives it."""
-    from udfs.single_graph import compute_one
-    from udfs.spec_contract import ContractError, parse_graph
+    from udfs.compute.one_graph import compute_one
+    from udfs.spec.contract import ContractError, parse_graph
 
     def graph(partitioner: str) -> dict:
         return {"graph_id": "h", "nodes": [{"id": 1, "name": "Source: S", "parallelism": 2},

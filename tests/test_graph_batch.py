@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.fused import _batch_frames
-from udfs import graph_batch
-from udfs.chaining_rules import evaluate_edge_rules
-from udfs.spec_contract import ContractError, parse_graph
+from pipeline.compute.stage import _batch_frames
+from udfs.compute import batch as graph_batch
+from udfs.flink.chainability import evaluate_edge_rules
+from udfs.spec.contract import ContractError, parse_graph
 
 from .conftest import vector_files
 from .oracles.edge_rule_merges import edge_rule_rows

@@ -1,4 +1,4 @@
-"""The hasher's batch traversal (:func:`udfs.hash_layers.traverse`, one superstep per queue
+"""The hasher's batch traversal (:func:`udfs.flink.hashing.traverse`, one superstep per queue
 generation over every graph of a batch) against Flink's queue popped node by node
 (:mod:`tests.oracles.flink_queue`) and a level-by-level reading of it
 (:mod:`tests.oracles.levelwise_bfs`), on every known-answer graph and on random DAGs, each
@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from udfs.graph_arrays import BatchGraph, GraphArrays
-from udfs.hash_layers import traverse
-from udfs.spec_contract import ContractError, parse_graph
+from udfs.flink.graph_arrays import BatchGraph, GraphArrays
+from udfs.flink.hashing import traverse
+from udfs.spec.contract import ContractError, parse_graph
 
 from .conftest import vector_files
 from .oracles.flink_queue import queue_positions

@@ -23,8 +23,8 @@ import struct
 import mmh3
 import pytest
 
-from pipeline.run import Progress, compute
-from udfs.single_graph import compute_one
+from pipeline.compute.run import Progress, compute
+from udfs.compute.one_graph import compute_one
 
 
 def _murmur(data: bytes) -> bytes:

@@ -1,7 +1,12 @@
-"""The layout's one rule: ``udfs/`` (the pure per-batch computation) depends on neither
-``pipeline/`` (the Spark side) nor pyspark; ``pipeline/`` depends on ``udfs/``, never the
-other way. Checked twice: in the source (every import statement, also inside functions) and
-at run time (importing each module in a fresh interpreter loads neither)."""
+"""The layout's rules, read off the import graph of the source.
+
+``udfs/`` (the pure per-batch computation) imports neither pyspark nor ``pipeline/`` (the Spark
+side); ``pipeline/`` uses ``udfs/``, never the other way; neither imports ``devtools/`` (developer
+tools that stay out of the wheel). Inside each, every subpackage is one capability and may
+import only the ones :data:`ALLOWED` lists, so the tree reads as the data flow. Checked twice:
+in the source (every import statement, also inside functions) and at run time (importing each
+``udfs`` module in a fresh interpreter loads neither pyspark nor ``pipeline``).
+"""
 
 from __future__ import annotations
 
@@ -13,37 +18,97 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-UDF_MODULES = sorted(p.stem for p in (ROOT / "udfs").glob("*.py") if p.stem != "__init__")
-FORBIDDEN = ("pyspark", "pipeline")
+FIRST_PARTY = ("udfs", "pipeline", "devtools")
+
+# unit -> the units it may import (a unit is a subpackage, or a top-level module of udfs/ or
+# pipeline/). Every unit may import itself. pyspark is allowed in pipeline/ and devtools/ only.
+_PIPELINE_BASE = {"pipeline.settings", "pipeline.session", "pipeline.progress", "pipeline.version"}
+ALLOWED: dict[str, set[str]] = {
+    "udfs.errors": set(),
+    "udfs.flink": {"udfs.errors"},
+    "udfs.spec": {"udfs.errors", "udfs.flink"},
+    "udfs.compute": {"udfs.errors", "udfs.flink", "udfs.spec"},
+    "udfs.savepoint": set(),
+    "udfs.restore": {"udfs.flink", "udfs.compute", "udfs.spec"},
+    "udfs.render": set(),
+    "pipeline.version": set(),
+    "pipeline.settings": {"udfs.flink"},
+    "pipeline.session": {"pipeline.settings"},
+    "pipeline.progress": set(),
+    "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink"},
+    "pipeline.compute": _PIPELINE_BASE | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
+    "pipeline.restore": _PIPELINE_BASE
+    | {"pipeline.tables", "pipeline.compute", "udfs.flink", "udfs.restore", "udfs.savepoint", "udfs.spec"},
+    "pipeline.render": _PIPELINE_BASE | {"pipeline.tables", "udfs.render"},
+    "pipeline.export": _PIPELINE_BASE,
+    "pipeline.cli": _PIPELINE_BASE
+    | {"pipeline.compute", "pipeline.restore", "pipeline.export", "pipeline.render", "pipeline.tables", "udfs.flink"},
+}
 
 
-def _imported_roots(path: Path) -> set[str]:
-    roots = set()
+def _modules() -> list[Path]:
+    return sorted(p for pkg in FIRST_PARTY for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _unit(dotted: str) -> str:
+    """``udfs.flink.hashing`` -> ``udfs.flink``; ``pipeline.cli`` -> ``pipeline.cli``; ``devtools.x`` -> ``devtools``."""
+    parts = dotted.split(".")
+    if parts[0] == "devtools":
+        return "devtools"
+    return ".".join(parts[:2])
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module an import statement in the file names (``from a.b import c`` -> ``a.b.c`` and ``a.b``)."""
+    out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+            out.add(node.module)
+            out |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return out
 
 
-def test_the_udfs_modules_are_found():
-    assert {"spec_contract", "flink_profiles", "graph_batch", "chaining_rules", "hash_layers"} <= set(UDF_MODULES)
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
-@pytest.mark.parametrize("module", UDF_MODULES)
-def test_no_udfs_source_imports_pyspark_or_pipeline(module):
-    roots = _imported_roots(ROOT / "udfs" / f"{module}.py")
-    assert not roots & set(FORBIDDEN), f"udfs/{module}.py imports {sorted(roots & set(FORBIDDEN))}"
+def test_every_unit_is_declared():
+    """A new subpackage or top-level module must say what it may import."""
+    units = {_unit(_module_name(p)) for p in _modules()} - {"udfs", "pipeline", "devtools"}
+    assert units <= set(ALLOWED) | {"devtools"}, sorted(units - set(ALLOWED))
+    assert {"udfs.spec", "udfs.flink", "udfs.compute", "udfs.savepoint", "pipeline.compute", "pipeline.tables"} <= units
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_imports_follow_the_layout(path: Path):
+    module = _module_name(path)
+    unit = _unit(module)
+    if unit in ("udfs", "pipeline"):  # the packages' own __init__
+        unit = module
+    imported = _imports(path)
+    roots = {m.split(".")[0] for m in imported}
+    if module.startswith("udfs"):
+        assert not roots & {"pyspark", "pipeline", "devtools"}, f"{module} imports {sorted(roots)}"
+    if module.startswith("pipeline"):
+        assert "devtools" not in roots, f"{module} imports devtools"
+    if unit == "devtools" or unit in ("udfs", "pipeline"):
+        return
+    first_party = {_unit(m) for m in imported if m.split(".")[0] in FIRST_PARTY and m not in FIRST_PARTY}
+    # ``from udfs.flink import profiles`` names the unit udfs.flink either way
+    bad = sorted(first_party - ALLOWED[unit] - {unit})
+    assert not bad, f"{module} ({unit}) imports {bad}; allowed: {sorted(ALLOWED[unit])}"
 
 
 def test_importing_any_udfs_module_loads_neither_pyspark_nor_pipeline():
     """All modules in one fresh interpreter, each checked right after its own import."""
+    names = [_module_name(p) for p in _modules() if p.parts[len(ROOT.parts)] == "udfs"]
     code = (
         "import importlib, sys\n"
-        f"for m in {UDF_MODULES!r}:\n"
-        "    importlib.import_module('udfs.' + m)\n"
-        f"    bad = sorted(k for k in sys.modules if k.split('.')[0] in {FORBIDDEN!r})\n"
+        f"for m in {names!r}:\n"
+        "    importlib.import_module(m)\n"
+        "    bad = sorted(k for k in sys.modules if k.split('.')[0] in ('pyspark', 'pipeline', 'devtools'))\n"
         "    assert not bad, (m, bad)\n"
         "print(len(sys.modules))\n"
     )
@@ -56,4 +121,10 @@ def test_the_ast_scan_sees_an_import_inside_a_function(tmp_path):
     """The scan would catch a lazy import too (the way pipeline/ modules import Spark late)."""
     f = tmp_path / "m.py"
     f.write_text("def f():\n    from pipeline.session import get_spark\n    import pyspark.sql\n")
-    assert _imported_roots(f) >= {"pipeline", "pyspark"}
+    assert _imports(f) >= {"pipeline.session", "pyspark.sql"}
+
+
+def test_a_forbidden_edge_is_caught():
+    """The rule itself: udfs.flink importing udfs.spec would be refused."""
+    assert "udfs.spec" not in ALLOWED["udfs.flink"]
+    assert "pipeline.restore" not in ALLOWED["pipeline.compute"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import mmh3
 import pytest
 
-from pipeline.read_spec import Limits, file_error_id
-from pipeline.run import Progress, compute
+from pipeline.compute.read import Limits, file_error_id
+from pipeline.compute.run import Progress, compute
 from pipeline.settings import load_settings
 from tests.malformed.make_corpus import GOOD_IDS, GRAPH_LIMIT, LINE_LIMIT, RAISE_IN_GRAPH, make_corpus
 

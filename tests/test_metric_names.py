@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.metric_names import PATTERNS, explain_metric_names, register_ids_view
-from pipeline.queries import example_queries
-from pipeline.run import Progress, compute
+from devtools.queries import example_queries
+from pipeline.compute.run import Progress, compute
+from pipeline.tables.metric_names import PATTERNS, explain_metric_names, register_ids_view
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "c22cf63a4da6caf9dc3f39526c6a3188"  # Source: Orders, uid orders-src: same ID in v1 and v2

@@ -8,7 +8,7 @@ import struct
 import mmh3
 import numpy as np
 
-from udfs.murmur3 import HASH_BYTES, generated_base_hashes, uid_hashes
+from udfs.flink.murmur3 import HASH_BYTES, generated_base_hashes, uid_hashes
 
 
 def test_generated_base_hashes_are_murmur3_of_the_repeated_position():

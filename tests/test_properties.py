@@ -1,6 +1,6 @@
 """Properties of the computation over generated graphs (hypothesis), against the real code.
 
-The hashing properties call the pure per-graph computation (udfs.single_graph.compute_one,
+The hashing properties call the pure per-graph computation (udfs.compute.one_graph.compute_one,
 the same steps the Spark executors run per graph); the file-layout property runs the real
 pipeline (Spark, Delta) over a few layouts of the same lines.
 """
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from udfs.single_graph import compute_one
+from udfs.compute.one_graph import compute_one
 
 PARTITIONERS = ["FORWARD", "REBALANCE", "RESCALE", "HASH", "BROADCAST", "SHUFFLE", "GLOBAL", "CUSTOM"]
 NON_CHAINABLE = ["REBALANCE", "HASH", "BROADCAST", "SHUFFLE"]  # never chainable: not forward/rescale-like

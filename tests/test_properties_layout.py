@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from pipeline.run import Progress, compute
+from pipeline.compute.run import Progress, compute
 from tests.conftest import VECTORS
 
 TABLES = ("operators", "job_vertices", "job_edges", "graph_errors")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.render import load_graphs, render
-from pipeline.run import Progress, compute
+from pipeline.compute.run import Progress, compute
+from pipeline.render.command import load_graphs, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -131,7 +131,7 @@ def test_unknown_and_rejected_graphs_fail_with_a_reason(out, tmp_path, capsys) -
 
 
 def test_compare_attaches_restore_reasons_and_pairs_by_uid_then_name() -> None:
-    from udfs.render_layout import JobGraph, Operator, Vertex, compare_changes, to_dot
+    from udfs.render.layout import JobGraph, Operator, Vertex, compare_changes, to_dot
 
     def graph(gid: str, ops: list[Operator]) -> JobGraph:
         return JobGraph(gid, "1.20", (Vertex("a" * 32, "chain", 2, 128, "default", 0, tuple(ops)),), ())

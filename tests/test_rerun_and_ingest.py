@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pipeline.run import Progress, compute, ingest
+from pipeline.compute.run import Progress, compute, ingest
 
 from .conftest import ROOT
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import restore_cases as rc
-from udfs import restore_rules as rr
+from devtools import restore_cases as rc
+from udfs.restore import rules as rr
 
 VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "vectors" / "restore"
 LINES = ("1.20", "2.3")
@@ -137,7 +137,7 @@ def test_set_uid_hash_fix_turns_a_real_failure_into_a_restore(all_cases):
 @pytest.fixture(scope="module")
 def restore_run(spark, settings, tmp_path_factory, all_cases):
     """One check-restore over the 120 cases (240 checks) + an unreadable savepoint + an unknown graph."""
-    from pipeline.restore_check import check_restore
+    from pipeline.restore.check import check_restore
 
     cases, metadata = all_cases
     folder = rc.write_case_fleet(cases, metadata, tmp_path_factory.mktemp("fleet"))
@@ -202,7 +202,7 @@ def test_every_proposed_fix_is_proven_by_recomputing(spark, restore_run):
 
 
 def test_fleet_queries_answer(spark, restore_run):
-    from pipeline.queries import example_queries
+    from devtools.queries import example_queries
 
     _, out, cases, metadata, orphan = restore_run
     queries = {t.split(".")[0]: sql for t, sql in example_queries(out)}

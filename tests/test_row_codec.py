@@ -1,5 +1,5 @@
 """The per-graph stage's multi-kind rows, through their one codec
-(:data:`pipeline.row_codec.FUSED_ROWS`): every kind's columns go out of a pandas UDF in the
+(:data:`pipeline.compute.row_codec.FUSED_ROWS`): every kind's columns go out of a pandas UDF in the
 shared typed slots of its schema and come back by name and type. A round trip through real
 Spark (Arrow included) for every kind and column, nulls too, so a change to the slot layout
 cannot silently mix up two columns of the same type; and rows that do not match their
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from pyspark.sql import types as T
 
-from pipeline import fused
-from pipeline.row_codec import FUSED_ROWS, RowCodec
-from udfs.graph_batch import STEPS, StepClock
+from pipeline.compute import stage as fused
+from pipeline.compute.row_codec import FUSED_ROWS, RowCodec
+from udfs.compute.batch import STEPS, StepClock
 
 KINDS = FUSED_ROWS.kinds
 
@@ -65,7 +65,7 @@ def test_the_stage_has_the_kinds_it_emits():
 def test_every_kind_round_trips_through_the_slots(spark, encoding):
     """Every kind, every column, a null in each nullable one: encoded as the worker does,
     through Spark and Arrow, decoded by name. ``arrow``: record batches through
-    ``mapInArrow``, as the stage from spec texts yields them (pipeline.fused._from_texts);
+    ``mapInArrow``, as the stage from spec texts yields them (pipeline.compute.stage._from_texts);
     ``pandas``: frames through ``mapInPandas``, as the stage from ingested tables."""
     by_kind = {kind: _rows(kind) for kind in KINDS}
     if encoding == "arrow":
@@ -96,7 +96,7 @@ def test_every_kind_round_trips_through_the_slots(spark, encoding):
 
 
 def test_the_stage_encodes_a_batch_and_its_timing(spark):
-    """The stage's own encode (:func:`pipeline.fused._frames`): a batch's rows as lists of
+    """The stage's own encode (:func:`pipeline.compute.stage._frames`): a batch's rows as lists of
     column dicts, and the step clock as ``timing`` rows."""
     clock = StepClock()
     clock.seconds = {step: 0.25 * (i + 1) for i, step in enumerate(STEPS)}
@@ -108,7 +108,7 @@ def test_the_stage_encodes_a_batch_and_its_timing(spark):
 
 
 def test_the_stage_from_texts_encodes_a_batch_as_arrow_and_its_timing(spark):
-    """The stage's Arrow encode (:func:`pipeline.fused._batches`, what ``mapInArrow`` gets):
+    """The stage's Arrow encode (:func:`pipeline.compute.stage._batches`, what ``mapInArrow`` gets):
     the same rows as the pandas one, lists and numpy columns alike, and the step clock as
     ``timing`` rows."""
     clock = StepClock()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from udfs.savepoint_metadata import (
+from udfs.savepoint.metadata import (
     CHECKPOINT_PROPERTIES_CLASS,
     MetadataError,
     decode_modified_utf8,
@@ -618,7 +618,7 @@ def test_adversarial_counts_fail_fast():
 
 
 def test_read_savepoints_on_spark(spark, real_cases, tmp_path):
-    from pipeline.savepoints import (
+    from pipeline.restore.savepoints import (
         SAVEPOINT_ERRORS_SCHEMA,
         SAVEPOINT_OPERATORS_SCHEMA,
         read_savepoint_tables,
@@ -681,7 +681,7 @@ def test_read_savepoints_on_spark(spark, real_cases, tmp_path):
 
 
 def test_spark_strings_without_lone_surrogates():
-    from pipeline.savepoints import _spark_str
+    from pipeline.restore.savepoints import _spark_str
 
     assert _spark_str("a\ud83db") == "a\ufffdb"
     assert _spark_str("😀") == "😀"

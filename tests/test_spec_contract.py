@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from udfs.chain_builder import java_hash_order
-from udfs.spec_contract import ContractError, parse_graph
+from udfs.flink.chain_walk import java_hash_order
+from udfs.spec.contract import ContractError, parse_graph
 
 
 def test_spec_defaults():
@@ -151,13 +151,13 @@ def _mutated_graphs(count: int):
 
 
 def test_columnar_batch_path_accepts_exactly_what_the_checked_path_accepts():
-    """The pipeline checks whole batches column-wise (udfs.spec_batch.parse_batch) and sends
+    """The pipeline checks whole batches column-wise (udfs.spec.batch.parse_batch) and sends
     what it does not accept to parse_graph, which names the breach. On thousands of graphs
     with one to three broken or unusual fields, plus every golden graph, one batch: each graph
     the columnar path accepts, parse_graph accepts with the very same rows; and each graph
     parse_graph accepts, the columnar path accepts too (but the adaptive-batch partitioners,
     which it leaves to parse_graph)."""
-    from udfs.spec_batch import parse_batch
+    from udfs.spec.batch import parse_batch
 
     graphs = list(_mutated_graphs(3000))
     for path in sorted(Path(__file__).parent.glob("golden/**/*.jsonl.gz")):
@@ -243,9 +243,9 @@ def test_named_consecutive_hash_partitioner():
     as a job edge, becomes HASH[<fields>], ALL_TO_ALL, as createJobGraph shows it."""
     import numpy as np
 
-    from udfs.chain_builder import distribution_pattern
-    from udfs.graph_steps import job_edge_partitioners
-    from udfs.spec_contract import base_partitioner, is_named_hash
+    from udfs.flink.chain_walk import distribution_pattern
+    from udfs.flink.job_graph import job_edge_partitioners
+    from udfs.spec.contract import base_partitioner, is_named_hash
 
     assert is_named_hash("FORWARD_FOR_CONSECUTIVE_HASH[k, s]") and is_named_hash("HASH[k]")
     assert not is_named_hash("FORWARD_FOR_CONSECUTIVE_HASH") and not is_named_hash("REBALANCE[k]")

@@ -1,5 +1,5 @@
 """The input of the chaining rules by pandas merges: each edge joined with both end nodes and
-its graph. It was the staged executor's formulation; :func:`udfs.graph_batch.edge_rule_frame`
+its graph. It was the staged executor's formulation; :func:`udfs.compute.batch.edge_rule_frame`
 gets the same columns by index arithmetic over the batch, and tests/test_graph_batch.py
 checks the two agree edge for edge."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from udfs.chaining_rules import NODE_RULE_ATTRS
+from udfs.flink.chainability import NODE_RULE_ATTRS
 
 
 def edge_rule_rows(nodes: pd.DataFrame, edges: pd.DataFrame, graphs: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Flink's ``StreamGraphHasherV2`` queue, popped one node at a time as Flink does.
 
 It was the pipeline's per-graph traversal until issue 12 moved hashing onto supersteps over
-a whole batch (:func:`udfs.hash_layers.traverse`); it stays as the literal statement of the
+a whole batch (:func:`udfs.flink.hashing.traverse`); it stays as the literal statement of the
 queue that the batch traversal must reproduce, node for node.
 """
 
@@ -11,7 +11,7 @@ from collections import deque
 
 import numpy as np
 
-from udfs.graph_arrays import GraphArrays
+from udfs.flink.graph_arrays import GraphArrays
 
 
 def queue_positions(

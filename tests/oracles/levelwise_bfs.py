@@ -3,7 +3,7 @@
 It was the formulation of the Spark-wide superstep hasher (one Spark step per BFS level),
 which left the product in issue 12 (24x slower than hashing inside the per-graph stage).
 It stays as an oracle: an independent, plain-Python statement of what
-:func:`udfs.hash_layers.traversal_positions` must compute, and the shape a batch-wide
+:func:`udfs.flink.hashing.traversal_positions` must compute, and the shape a batch-wide
 (vectorised over many graphs) traversal takes.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from udfs.graph_arrays import GraphArrays
+from udfs.flink.graph_arrays import GraphArrays
 
 
 def levelwise_positions(

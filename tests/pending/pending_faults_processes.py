@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import delta_sink
-from pipeline.run import compute
+from pipeline.compute.run import compute
+from pipeline.tables import delta_writer as delta_sink
 from tests.conftest import ROOT
 from tests.test_faults import QUIET, TABLES, ft
 

@@ -46,7 +46,7 @@ OUT = Path(__file__).resolve().parent / "synthetic"
 
 def real_trailer() -> bytes:
     """The CheckpointProperties trailer of a real Flink 1.20.5 savepoint (a Java object stream)."""
-    from udfs.savepoint_metadata import parse_metadata
+    from udfs.savepoint.metadata import parse_metadata
 
     with gzip.open(RESTORE / "savepoint-1.20-s11.jsonl.gz", "rt") as f:
         first = json.loads(f.readline())["savepoint_metadata"]

@@ -1,0 +1,266 @@
+"""The per-graph stage: spec text -> every per-graph step -> rows of all output tables, in
+ONE Spark stage.
+
+Every step but the chains is per graph, and a graph is small: run as Spark stages of their
+own (one per step, each a shuffle and a materialised table, the former "staged executor")
+they mostly paid Spark's fixed costs, 139.1 s against 71.0 s at 10k graphs
+(bench/results/20261122-030700-fleet-10k-staged.json, 20261122-025104-fleet-10k-fused.json).
+Here one ``mapInArrow`` over the input lines parses and checks each graph
+(:mod:`udfs.spec.contract`) and runs the rest on the batch
+(:func:`udfs.compute.batch.compute_batch`): no shuffle until the connected components, which
+need all graphs' chainable edges at once.
+
+Output: Arrow batches of :data:`FUSED_SCHEMA`, one per kind, ``kind`` telling the row's table:
+``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of
+connected components), ``graph`` (one per input graph text: id, file, node count),
+``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch).
+Each kind's columns, and where they sit in the schema, are :data:`pipeline.compute.row_codec.FUSED_ROWS`'s:
+rows go in and come out only through it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from itertools import chain
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipeline.compute.buckets import cogroup_buckets
+from pipeline.compute.read import Limits, internal_message, load_text, parse_loaded
+from pipeline.compute.row_codec import FUSED_ROWS
+from pipeline.tables.columns import VERTEX_COLUMNS, column_type
+from pipeline.tables.stream_tables import StreamTables
+from udfs.compute.batch import (
+    EDGE_INPUT_COLUMNS,
+    NODE_INPUT_COLUMNS,
+    BatchRows,
+    StepClock,
+    compute_batch,
+    concat_parts,
+)
+from udfs.spec.batch import ParsedBatch, parse_batch
+from udfs.spec.contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
+
+E = TypeVar("E")  # an encoded kind of row: a pandas frame or an Arrow record batch
+
+# The one schema of every kind of row, as the codec lays them out (pipeline/compute/row_codec.py).
+FUSED_SCHEMA = FUSED_ROWS.schema
+
+
+def kind_rows(rows: DataFrame, kind: str) -> DataFrame:
+    """The rows of ``kind`` of this stage's output, with their own column names (``graph_id``
+    first): :meth:`RowCodec.rows <pipeline.compute.row_codec.RowCodec.rows>` of :data:`FUSED_ROWS`,
+    named here too for the callers that read the stage's output (tests, the benchmark)."""
+    return FUSED_ROWS.rows(rows, kind)
+
+
+def _encoded(rows: BatchRows, clock: StepClock, encode: Callable[[dict], list[E]]) -> list[E]:
+    """One encoded piece per kind of row (``encode``: the codec's pandas or Arrow encoder),
+    each in the full output schema; the time this takes is the step "rows out" of the
+    batch's own timing rows (encoded last, so they include it)."""
+    t = time.perf_counter()
+    out = encode({kind: concat_parts(cols) for kind, cols in rows.items()})
+    clock.add("rows out", t)
+    return out + encode({"timing": {"graph_id": "", **clock.rows()}})
+
+
+def _frames(rows: BatchRows, clock: StepClock) -> list[pd.DataFrame]:
+    """Pandas frames, for the stage from ingested tables (a cogroup's pandas UDF)."""
+    return _encoded(rows, clock, FUSED_ROWS.encode)
+
+
+def _batches(rows: BatchRows, clock: StepClock) -> list[pa.RecordBatch]:
+    """Arrow record batches, for the stage from spec texts (``mapInArrow``: no pandas frame
+    on the way out; :meth:`RowCodec.encode_arrow` says what that saves)."""
+    return _encoded(rows, clock, FUSED_ROWS.encode_arrow)
+
+
+def _batch_frames(
+    parsed: list, columns: ParsedBatch | None = None, files: list[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Stream-table frames of a batch: the graphs parsed one by one (``parsed``, pairs of a
+    ParsedGraph and its file) and those the columnar checks accepted (``columns``, with
+    ``files``), built column by column (a frame from a list of row dicts costs several times
+    more)."""
+    graph_rows = [{**pg.graph, "source_file": source_file} for pg, source_file in parsed]
+    node_rows = list(chain.from_iterable(pg.nodes for pg, _ in parsed))
+    edge_rows = list(chain.from_iterable(pg.edges for pg, _ in parsed))
+    nodes = {c: [n[c] for n in node_rows] for c in NODE_INPUT_COLUMNS}
+    edges = {c: [e[c] for e in edge_rows] for c in EDGE_INPUT_COLUMNS}
+    if columns is not None:
+        graph_rows += [{**g, "source_file": f} for g, f in zip(columns.graphs, files or [], strict=True)]
+        for c in NODE_INPUT_COLUMNS:
+            nodes[c] += columns.nodes[c]
+        for c in EDGE_INPUT_COLUMNS:
+            edges[c] += columns.edges[c]
+    return pd.DataFrame(graph_rows), _typed_frame(nodes), _typed_frame(edges)
+
+
+_NUMPY_TYPES = {T.IntegerType(): np.int64, T.BooleanType(): bool}
+
+
+def _typed_frame(columns: dict[str, list]) -> pd.DataFrame:
+    """A frame of contract-checked columns, each built with its table type's numpy dtype:
+    the dtype pandas would infer from the checked values, without inferring it (which was
+    most of building the batch's frames)."""
+    return pd.DataFrame(
+        {c: np.array(v, dtype=_NUMPY_TYPES.get(column_type(c), object)) for c, v in columns.items()}, copy=False
+    )
+
+
+def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph))
+
+    return run
+
+
+def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None) -> tuple[BatchRows, StepClock]:
+    """Every row of one Arrow batch of texts. A graph_id seen twice in the batch is not
+    computed: each copy gets only its ``graph`` row, and the driver's duplicate check
+    (:func:`pipeline.compute.duplicates.duplicate_id_errors`, over all batches) rejects the id, as
+    it does for copies in different batches or files."""
+    clock = StepClock()
+    t = time.perf_counter()
+    loaded, errors = [], []
+    for value, source_file, gid, code, message in zip(
+        batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"], strict=True
+    ):
+        if code is not None:  # a file or line that could not be read (read_spec._file_texts)
+            errors.append({"graph_id": gid, "error_code": code, "message": message, "source_file": source_file})
+            continue
+        obj, error = load_text(value, source_file, limits, fast=True)
+        if error is not None:
+            errors.append(error)
+        else:
+            loaded.append((obj, value, source_file))
+    # The columnar checks over the whole batch; the graphs they do not accept are checked one
+    # by one (which names what is wrong). Should the columnar pass itself fail (a bug), every
+    # graph goes the checked way: no graph is lost to it.
+    try:
+        columns, rest = parse_batch([obj for obj, _, _ in loaded])
+    except Exception:
+        columns, rest = parse_batch([]), list(range(len(loaded)))
+    # The parsed JSON (several times the text's size) is not needed past the columnar checks:
+    # dropped before the batch is computed, it is not part of the worker's peak memory.
+    loaded = [(None, value, source_file) for _, value, source_file in loaded]
+    files = [loaded[p][2] for p in columns.positions]
+    parsed = []
+    for p in rest:
+        _, value, source_file = loaded[p]
+        obj, error = load_text(value, source_file, limits)  # json's values, for parse_graph's errors
+        result = error if error is not None else parse_loaded(obj, value, source_file)
+        if isinstance(result, dict):
+            errors.append(result)
+        else:
+            parsed.append((result, loaded[p][2]))
+    counts = Counter([pg.graph["graph_id"] for pg, _ in parsed] + [g["graph_id"] for g in columns.graphs])
+    repeated = [(pg.graph["graph_id"], f, len(pg.nodes)) for pg, f in parsed if counts[pg.graph["graph_id"]] > 1]
+    repeated += [
+        (g["graph_id"], f, n)
+        for g, f, n in zip(columns.graphs, files, columns.node_counts, strict=True)
+        if counts[g["graph_id"]] > 1
+    ]
+    parsed = [(pg, f) for pg, f in parsed if counts[pg.graph["graph_id"]] == 1]
+    keep = [counts[g["graph_id"]] == 1 for g in columns.graphs]
+    if not all(keep):
+        columns, files = columns.select(keep), [f for f, k in zip(files, keep, strict=True) if k]
+    clock.add("parse+validate", t)
+    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph) if parsed or columns.graphs else {}
+    for err in errors:
+        rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
+        rows.setdefault("graph", []).append(
+            {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
+        )
+    for gid, source_file, node_count in repeated:
+        graph_row = {"source_file": [source_file], "node_count": [node_count], "graph_id": [gid]}
+        rows.setdefault("graph", []).append(graph_row)
+    return rows, clock
+
+
+def _compute_isolated(
+    parsed: list, columns: ParsedBatch, files: list[str], clock: StepClock, raise_in_graph: str | None
+) -> BatchRows:
+    """:func:`compute_batch` over the batch; should its batch-wide part raise (a bug), each
+    graph again on its own, so the one that raises gets an INTERNAL_ERROR row with its
+    traceback and the others of the batch are still written. (compute_batch itself turns
+    an exception inside one graph's steps into that graph's INTERNAL_ERROR row.)"""
+    try:
+        t = time.perf_counter()
+        frames = _batch_frames(parsed, columns, files)
+        clock.add("parse+validate", t)  # the parsed rows as the batch's columns
+        return compute_batch(*frames, clock, raise_in_graph=raise_in_graph)
+    except Exception:
+        pass
+    out: BatchRows = {}
+    for pg, source_file in parsed + list(zip(columns.parsed_graphs(), files, strict=True)):
+        try:
+            rows = compute_batch(*_batch_frames([(pg, source_file)]), clock, raise_in_graph=raise_in_graph)
+        except Exception:
+            gid = pg.graph["graph_id"]
+            rows = {
+                "graph": [{"source_file": [source_file], "node_count": [len(pg.nodes)], "graph_id": [gid]}],
+                "error": [
+                    {
+                        "graph_id": [gid],
+                        "error_code": ["INTERNAL_ERROR"],
+                        "message": [internal_message()],
+                        "source_file": [source_file],
+                    }
+                ],
+            }
+        for kind, parts in rows.items():
+            out.setdefault(kind, []).extend(parts)
+    return out
+
+
+def rows_from_texts(texts: DataFrame, limits: Limits | None = None, raise_in_graph: str | None = None) -> DataFrame:
+    """All rows from :data:`read_spec.TEXT_SCHEMA` rows (:func:`read_spec.read_texts`).
+
+    ``raise_in_graph`` is a test hook (setting ``testing.raise_in_graph``, never in
+    conf/pipeline.json): the per-graph code raises a RuntimeError for the graph of that id,
+    to show that an unexpected exception costs that graph only (tests/test_bad_input.py)."""
+    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph), FUSED_SCHEMA)
+
+
+def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
+    """All rows from ingested stream tables: graphs are grouped into buckets, each bucket one
+    :func:`compute_batch` call. Errors recorded at ingest are passed through."""
+    graph_cols = [c for c in GRAPH_COLUMNS if c != "graph_id"]
+    left = tables.nodes.join(tables.graphs, "graph_id")
+    node_cols = list(NODE_COLUMNS)
+
+    def run(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+        clock = StepClock()
+        graphs = nodes[["graph_id", *graph_cols]].drop_duplicates("graph_id").reset_index(drop=True)
+        rows = compute_batch(graphs, nodes[node_cols], edges, clock) if len(graphs) else {}
+        return pd.concat(_frames(rows, clock), ignore_index=True)
+
+    computed = cogroup_buckets(left, tables.edges, run, FUSED_SCHEMA, buckets)
+
+    errors = tables.errors.select("graph_id", *FUSED_ROWS.columns("error"))
+    graphs = tables.errors.select("graph_id", "source_file", F.lit(None).alias("node_count"))
+    return computed.unionByName(
+        FUSED_ROWS.encode_spark(errors, "error").unionByName(FUSED_ROWS.encode_spark(graphs, "graph"))
+    )
+
+
+def vertex_rows(rows: DataFrame) -> DataFrame:
+    """The ``job_vertices`` table from the rows of kind ``vertex``."""
+    split = F.split(F.col("operator_ids_text"), ",")
+    user_split = F.split(F.col("user_operator_ids_text"), ",")
+    return (
+        FUSED_ROWS.rows(rows, "vertex")
+        .withColumn("operator_ids", split)
+        .withColumn("user_operator_ids", F.transform(user_split, lambda x: F.when(x != "", x)))
+        .select(*VERTEX_COLUMNS)
+    )

@@ -1,0 +1,113 @@
+"""Every table's columns, and the one Spark type of each column name.
+
+The stream tables' columns (``stream_graphs``, ``stream_nodes``, ``stream_edges``,
+``graph_errors``) are the rows of :mod:`udfs.spec.contract`; the output tables'
+(``operators``, ``job_vertices``, ``job_edges``) are below. Their rows come from each graph's
+``createChain`` walk (:func:`udfs.flink.job_graph.walk_graph`: chain index, names, operator-ID
+order, vertex order, job-edge input order), built for a whole batch of graphs at once
+(:mod:`udfs.flink.job_graph_rows`) inside the one per-graph stage (:mod:`pipeline.compute.stage`). A column
+name means the same thing, with the same type, in every table: :func:`column_type` and
+:func:`struct` give the Spark side of it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+OPERATOR_COLUMNS = [
+    "graph_id",
+    "node_id",
+    "name",
+    "uid",
+    "operator_id",
+    "user_operator_id",
+    "hash_source",
+    "jobvertex_id",
+    "chain_head_node_id",
+    "chain_index",
+    "is_chain_head",
+    "is_chain_end",
+    "in_vertex_operator_ids",
+    "hash_position",
+    "flink_version",
+]
+
+VERTEX_COLUMNS = [
+    "graph_id",
+    "jobvertex_id",
+    "head_node_id",
+    "name",
+    "parallelism",
+    "max_parallelism",
+    "slot_sharing_group",
+    "operator_ids",
+    "user_operator_ids",
+    "vertex_order",
+]
+JOB_EDGE_COLUMNS = [
+    "graph_id",
+    "source_jobvertex_id",
+    "target_jobvertex_id",
+    "source_node_id",
+    "target_node_id",
+    "ship_strategy",
+    "distribution_pattern",
+    "input_index",
+    "edge_idx",
+    "exchange_mode",
+]
+
+_INT_COLUMNS = (
+    "node_id",
+    "parallelism",
+    "max_parallelism",
+    "edge_idx",
+    "source",
+    "target",
+    "type_number",
+    "hash_position",
+    "chain_head_node_id",
+    "chain_index",
+    "vertex_order",
+    "head_node_id",
+    "source_node_id",
+    "target_node_id",
+    "input_index",
+)
+_BOOL_COLUMNS = (
+    "chaining_enabled",
+    "chain_operators_with_different_max_parallelism",
+    "dynamic",
+    "auto_parallelism_enabled",
+    "is_source",
+    "yielding",
+    "has_operator",
+    "parallelism_configured",
+    "is_chain_head",
+    "is_chain_end",
+    "in_vertex_operator_ids",
+)
+_ARRAY_COLUMNS = {
+    "source_id_order": T.ArrayType(T.IntegerType()),
+    "operator_ids": T.ArrayType(T.StringType()),
+    "user_operator_ids": T.ArrayType(T.StringType()),
+}
+
+
+def column_type(name: str) -> T.DataType:
+    """The Spark type of a column of that name in any table (strings unless listed)."""
+    if name in _INT_COLUMNS:
+        return T.IntegerType()
+    if name in _BOOL_COLUMNS:
+        return T.BooleanType()
+    return _ARRAY_COLUMNS.get(name, T.StringType())
+
+
+def struct(*column_lists: list[str], kind: bool = False) -> T.StructType:
+    """The schema of rows holding these columns (each once, in order of first appearance);
+    ``kind``: a non-null ``kind`` column first, telling which table a row belongs to.
+    ``graph_id`` is never null."""
+    names = list(dict.fromkeys(c for columns in column_lists for c in columns))
+    fields = [T.StructField("kind", T.StringType(), False)] if kind else []
+    fields += [T.StructField(c, column_type(c), c not in ("graph_id", "kind")) for c in names]
+    return T.StructType(fields)
