@@ -1211,6 +1211,69 @@ _register(
 )
 
 
+# ------------------------------------------------------------------------------------------------
+#  Reading with the new job's classes
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserClass:
+    """What the restoring job's class path says about one user class: a POJO's declared field
+    names, or an enum's constants (None when the class is not an enum)."""
+
+    name: str
+    fields: tuple[str, ...] = ()
+    enum_constants: tuple[str, ...] | None = None
+
+
+class ClassResolutionError(Exception):
+    """Flink's own reader fails on these bytes with the restoring job's classes (the snapshot is
+    well-formed; the classes no longer match it). ``java_message`` is Flink's exception text."""
+
+    def __init__(self, java_message: str) -> None:
+        super().__init__(java_message)
+        self.java_message = java_message
+
+
+def to_dict_with_classes(node: SnapshotNode, classes: dict[str, UserClass]) -> dict:
+    """``node.to_dict()`` as Flink reads the same bytes with the restoring job's classes:
+
+    * a POJO field the class no longer declares cannot be resolved (``PojoFieldUtils.readField``
+      fails, the field reader logs and keeps null): its ``serializer`` is None and its name is
+      listed under ``absent_fields``;
+    * an enum constant the enum no longer has makes ``EnumSerializerSnapshot.readSnapshot``
+      throw ``IllegalStateException`` ("Could not create a restore serializer for enum class
+      ... Probably because an enum value was removed."): raised as ClassResolutionError.
+
+    Classes missing from ``classes`` are taken as unchanged."""
+    d = node.to_dict()
+    _resolve(node, d, classes)
+    return d
+
+
+def _resolve(node: SnapshotNode, d: dict, classes: dict[str, UserClass]) -> None:
+    cls = classes.get(node.type_class or "")
+    if node.kind == "ENUM" and cls is not None and cls.enum_constants is not None:
+        missing = [c for c in node.facts.get("enum_constants", []) if c not in cls.enum_constants]
+        if missing:
+            raise ClassResolutionError(
+                f"java.lang.IllegalStateException: Could not create a restore serializer for enum class "
+                f"{node.type_class}. Probably because an enum value was removed."
+            )
+    if node.kind == "POJO":
+        absent = []
+        for f, fd in zip(node.fields, d.get("fields", []), strict=False):
+            if cls is not None and f.name not in cls.fields:
+                absent.append(f.name)
+                fd["serializer"] = None
+            elif f.snapshot is not None and fd.get("serializer") is not None:
+                _resolve(f.snapshot, fd["serializer"], classes)
+        if absent:
+            d["absent_fields"] = absent
+    for (_, child), cd in zip(node.nested, d.get("nested", []), strict=False):
+        _resolve(child, cd, classes)
+
+
 def known_classes() -> list[str]:
     """Every snapshot class name the registry reads (sorted)."""
     return sorted(REGISTRY)

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from udfs.savepoint.binary import Reader, StateMetaError
-from udfs.savepoint.serializer_snapshots import SnapshotNode, read_serializer_snapshot
+from udfs.savepoint.serializer_snapshots import (
+    ClassResolutionError,
+    SnapshotNode,
+    UserClass,
+    read_serializer_snapshot,
+    to_dict_with_classes,
+)
 
 __all__ = [
     "StateMetaError",
@@ -65,12 +71,17 @@ class StateMetaInfo:
     offset: int
     complete: bool = True
 
-    def to_dict(self) -> dict:
+    def to_dict(self, classes: dict[str, UserClass] | None = None) -> dict:
+        """The vectors' shape; with ``classes``, as read with the restoring job's classes
+        (may raise ClassResolutionError, see ``to_dict_with_classes``)."""
         return {
             "name": self.name,
             "backend_state_type": self.backend_state_type,
             "options": dict(self.options),
-            "serializers": {k: v.to_dict() for k, v in self.serializers.items()},
+            "serializers": {
+                k: (v.to_dict() if classes is None else to_dict_with_classes(v, classes))
+                for k, v in self.serializers.items()
+            },
         }
 
     def describe(self) -> dict:
@@ -102,14 +113,22 @@ class KeyedProxy(_Proxy):
     key_serializer: SnapshotNode | None = None
     states: tuple[StateMetaInfo, ...] = ()
 
-    def to_dict(self) -> dict:
-        """The shape the statetypes vectors record Flink's reading in (``keyed``)."""
-        return {
-            "proxy_version": self.version,
-            "compression": self.compression,
-            "key_serializer": self.key_serializer.to_dict() if self.key_serializer else None,
-            "states": [s.to_dict() for s in self.states],
-        }
+    def to_dict(self, classes: dict[str, UserClass] | None = None) -> dict:
+        """The shape the statetypes vectors record Flink's reading in (``keyed``). With
+        ``classes`` (the restoring job's user classes), as that job's Flink reads it: a snapshot
+        its reader rejects turns the whole entry into ``{"error": [message]}``."""
+        try:
+            key = self.key_serializer
+            return {
+                "proxy_version": self.version,
+                "compression": self.compression,
+                "key_serializer": (key.to_dict() if classes is None else to_dict_with_classes(key, classes))
+                if key
+                else None,
+                "states": [s.to_dict(classes) for s in self.states],
+            }
+        except ClassResolutionError as e:
+            return {"error": [e.java_message]}
 
 
 @dataclass(frozen=True)
@@ -120,11 +139,15 @@ class OperatorProxy(_Proxy):
     broadcast_states: tuple[StateMetaInfo, ...] = ()
     declared_broadcast_states: int = 0
 
-    def to_dict(self) -> dict:
-        """The shape of the vectors' ``operator`` entry (broadcast states only when there are some)."""
-        d: dict = {"proxy_version": self.version, "states": [s.to_dict() for s in self.states]}
-        if self.broadcast_states:
-            d["broadcast_states"] = [s.to_dict() for s in self.broadcast_states]
+    def to_dict(self, classes: dict[str, UserClass] | None = None) -> dict:
+        """The shape of the vectors' ``operator`` entry (broadcast states only when there are
+        some); ``classes`` as for KeyedProxy.to_dict."""
+        try:
+            d: dict = {"proxy_version": self.version, "states": [s.to_dict(classes) for s in self.states]}
+            if self.broadcast_states:
+                d["broadcast_states"] = [s.to_dict(classes) for s in self.broadcast_states]
+        except ClassResolutionError as e:
+            return {"error": [e.java_message]}
         return d
 
 
@@ -302,6 +325,18 @@ class OperatorStateTypes:
     @property
     def operator_proxy(self) -> OperatorProxy | None:
         return next((s.proxy for s in self.operator if isinstance(s.proxy, OperatorProxy)), None)
+
+    def states(self, kind: str = "managed_keyed") -> dict[str, StateMetaInfo]:
+        """Every state any subtask wrote, by name, first occurrence kept. Subtasks differ: a
+        subtask whose keys never touched a state did not register it and its proxy lacks it."""
+        out: dict[str, StateMetaInfo] = {}
+        for s in self.keyed if kind == "managed_keyed" else self.operator:
+            if s.proxy is None:
+                continue
+            infos = list(s.proxy.states) + list(getattr(s.proxy, "broadcast_states", ()))
+            for info in infos:
+                out.setdefault(info.name, info)
+        return out
 
     @property
     def errors(self) -> list[str]:
