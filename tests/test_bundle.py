@@ -68,8 +68,9 @@ def test_wheel_carries_the_code_and_conf(wheel: Path) -> None:
         for f in profiles:
             assert z.read(f"pipeline/conf/profiles/{f.name}") == f.read_bytes()
         for pkg in ("pipeline", "udfs"):
-            for f in (ROOT / pkg).glob("*.py"):
-                assert f"{pkg}/{f.name}" in names
+            for f in (ROOT / pkg).rglob("*.py"):  # subpackages too (udfs/savepoint)
+                if "__pycache__" not in f.parts:
+                    assert f.relative_to(ROOT).as_posix() in names
         metadata = z.read(f"flink_jobgraph-{__version__}.dist-info/METADATA").decode()
     assert f"Version: {__version__}" in metadata
     # A cluster keeps its own Spark and Delta: they are only in the "spark" extra.
