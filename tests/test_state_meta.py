@@ -206,6 +206,7 @@ def test_kryo_snapshot_facts(decoded):
                     regs = node.facts["kryo_registrations"]
                     assert regs[0] == {"class": node.type_class, "type": "UNSPECIFIED"}
                     assert regs[1]["type"] == "CLASS" and regs[1]["serializer"].endswith("DummyAvroKryoSerializerClass")
+                    assert regs[1]["name"] == "org.apache.avro.generic.GenericData$Array"
                     assert node.facts["kryo_default_serializers"] == []
                     return
     pytest.fail("no Kryo state in the vectors")

@@ -7,8 +7,10 @@ so this module is a registry: one entry per snapshot class Flink 1.9 - 2.3 ships
 streaming, runtime, table runtime, CEP, Scala, Avro, Kryo, Python, the connectors that lived in
 Flink's tree), each naming a reader that dispatches on the version where the layout changed.
 A new class is one entry. The layouts are transcribed from each class's ``readSnapshot`` /
-``readOuterSnapshot`` in Flink's sources at release-1.9.3, release-1.12.2, the 1.15/1.16 line,
-1.20 and the 2.0 line (see docs of :data:`REGISTRY` entries: ``since``).
+``readOuterSnapshot`` in Flink's sources at release-1.9.3 and release-1.12.2, the 1.16 and
+1.20 development lines and the 2.0 development line (Nov 2024), plus the 2.1+ flink-core
+serializers in apache/flink's index (each entry's ``since``); docs/state-meta.md says how
+they were checked against bytes Flink wrote.
 
 Shared building blocks, as in Flink:
 
@@ -528,8 +530,11 @@ def _kryo(p: _Parts) -> None:
         return reg
 
     regs = _read_optional_map(p, "Kryo registrations", lambda fr: None, registration)
+    # the entry's key name is the class as registered; the value names the class Kryo got (Flink
+    # writes a dummy for Avro's GenericData$Array when Avro is not on the class path)
     p.facts["kryo_registrations"] = [
-        v if isinstance(v, dict) else {"class": name, "type": None} for name, _k, v, _kp, _vp in regs
+        (v if v.get("class") == name else {"name": name, **v}) if isinstance(v, dict) else {"name": name, "type": None}
+        for name, _k, v, _kp, _vp in regs
     ]
     defaults = _read_optional_map(
         p,
