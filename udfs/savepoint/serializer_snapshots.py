@@ -1098,7 +1098,12 @@ _register([POJO], SnapshotSpec("POJO", _pojo, _pojo_text))
 _register([KRYO], SnapshotSpec("KRYO", _kryo, lambda n: f"Kryo({n.type_class})"))
 _register(["api.common.typeutils.base.EnumSerializer$EnumSerializerSnapshot"], SnapshotSpec("ENUM", _enum, _enum_text))
 _register(
-    ["formats.avro.typeutils.AvroSerializerSnapshot"], SnapshotSpec("AVRO", _avro, lambda n: f"Avro({n.type_class})")
+    [
+        "formats.avro.typeutils.AvroSerializerSnapshot",
+        # 1.7 - 1.20: kept for 1.6 savepoints, a subclass of AvroSerializerSnapshot (same layout)
+        "formats.avro.typeutils.AvroSerializer$AvroSchemaSerializerConfigSnapshot",
+    ],
+    SnapshotSpec("AVRO", _avro, lambda n: f"Avro({n.type_class})"),
 )
 _register(
     ["runtime.state.ttl.TtlAwareSerializerSnapshot"],
@@ -1204,7 +1209,6 @@ _register(
         "api.scala.typeutils.TrySerializer$TrySerializerConfigSnapshot",
         "cep.nfa.NFA$NFASerializerConfigSnapshot",
         "cep.nfa.SharedBuffer$SharedBufferSerializerConfigSnapshot",
-        "formats.avro.typeutils.AvroSerializer$AvroSchemaSerializerConfigSnapshot",
         "streaming.api.datastream.CoGroupedStreams$UnionSerializerConfigSnapshot",
         "streaming.api.functions.sink.TwoPhaseCommitSinkFunction$StateSerializerConfigSnapshot",
         "streaming.api.operators.TimerSerializer$TimerSerializerConfigSnapshot",
