@@ -528,6 +528,10 @@ def test_an_unknown_snapshot_stops_the_proxy_and_names_the_state():
     partial = proxy.states[1].serializers["VALUE_SERIALIZER"]
     assert not partial.complete and partial.type_text == "Map<String, Unknown(com.user.CustomSnapshot)>"
     assert partial.nested[1][1].raw.startswith(b"\x00" * 10)
+    # an unknown key serializer: no state can be located at all
+    proxy = read_keyed_proxy(keyed_proxy(custom, [meta_info("ok", 0, {}, {"VALUE_SERIALIZER": LONG})]))
+    assert proxy.states == () and proxy.stopped.startswith("key serializer: unknown")
+    assert proxy.key_serializer.kind == "UNKNOWN"
 
 
 def test_legacy_forms():

@@ -241,7 +241,8 @@ def read_keyed_proxy(data: bytes, offset: int = 0, complete: bool = True) -> Key
             compression,
             -1,
             r.pos,
-            f"key serializer: unknown serializer snapshot class {key.node.class_name}; the states cannot be read",
+            f"key serializer: {'pre-1.7 config' if key.node.kind == 'LEGACY_CONFIG' else 'unknown'} serializer "
+            f"snapshot class {key.node.class_name}; its payload layout is unknown, so no state can be read",
             key_serializer=key.node,
         )
     n, states, stopped = _meta_infos(r, "keyed states")
