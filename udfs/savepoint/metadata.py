@@ -127,12 +127,43 @@ class MetadataError(ValueError):
         self.offset = offset
 
 
+@dataclass(frozen=True)
+class StreamRef:
+    """Where one state stream's bytes are: ``inline`` in ``_metadata`` (ByteStreamStateHandle:
+    ``offset`` = where they start in the file, ``data`` = the bytes), a ``file`` (FileStateHandle:
+    ``path`` absolute as written), a ``relative`` file (RelativeFileStateHandle: ``path``
+    relative to the savepoint folder) or a file ``segment`` (SegmentFileStateHandle: ``offset``
+    = where the stream starts in ``path``). ``name`` is the inline handle's name."""
+
+    location: str
+    path: str | None
+    offset: int
+    size: int
+    data: bytes | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class StateStream:
+    """A managed keyed / operator state stream of one subtask: the proxy with the state's names
+    and serializer snapshots is at its head (``StreamRef``); for RocksDB native / incremental
+    snapshots this is the handle's META stream. ``handle`` is the handle's descriptor."""
+
+    kind: str
+    subtask: int
+    handle: str
+    ref: StreamRef
+
+
 @dataclass
 class Handle:
-    """One deserialized state handle: its type as Flink names it and the size Flink declares."""
+    """One deserialized state handle: its type as Flink names it and the size Flink declares.
+
+    ``streams``: where the state streams behind it start (see StateStream)."""
 
     type_name: str
     state_size: int
+    streams: tuple[StreamRef, ...] = ()
 
     @property
     def descriptor(self) -> str:
@@ -157,6 +188,7 @@ class OperatorState:
     has_coordinator_state: bool = False
     has_subtask_state: bool = False  # some subtask's OperatorSubtaskState.hasState()
     file_offset: int = 0
+    state_streams: list[StateStream] = field(default_factory=list)  # managed keyed/operator streams
 
 
 @dataclass
@@ -462,13 +494,16 @@ class _MetadataParser:
         if coordinator is not None:
             kinds.add("coordinator:" + coordinator.descriptor)
         has_subtask_handle = False
-        for sub in subtasks.values():
+        streams: list[StateStream] = []
+        for index, sub in sorted(subtasks.items()):
             if sub is None:
                 continue
             size += sub.state_size
             for kind, h in sub.handles:
                 has_subtask_handle = True
                 kinds.add(f"{kind}:{h.descriptor}")
+                if kind in ("managed_keyed", "managed_operator"):
+                    streams += [StateStream(kind, index, h.descriptor, ref) for ref in h.streams]
         return OperatorState(
             operator_id=op_id,
             parallelism=parallelism,
@@ -484,6 +519,7 @@ class _MetadataParser:
             has_coordinator_state=coordinator is not None,
             has_subtask_state=has_subtask_handle,
             file_offset=start,
+            state_streams=streams,
         )
 
     def _subtask_state(self) -> _Subtask:
@@ -557,29 +593,30 @@ class _MetadataParser:
             return None
         if tag == FILE_STREAM_STATE_HANDLE:
             size = r.i64("file state size")
-            r.path("file path")
-            return Handle("FileStateHandle", size)
+            path = r.path("file path")
+            return Handle("FileStateHandle", size, (StreamRef("file", path, 0, size),))
         if tag == BYTE_STREAM_STATE_HANDLE:
-            r.utf("handle name")
+            name = r.utf("handle name")
             n = r.count("inline state length")
+            at = r.pos
             r.skip(n, "inline state bytes")
-            return Handle("ByteStreamStateHandle", n)
+            return Handle("ByteStreamStateHandle", n, (StreamRef("inline", None, at, n, r.data[at : r.pos], name),))
         if tag == RELATIVE_STREAM_STATE_HANDLE:
-            r.path("relative path")
+            path = r.path("relative path")
             size = r.i64("relative file state size")
-            return Handle("RelativeFileStateHandle", size)
+            return Handle("RelativeFileStateHandle", size, (StreamRef("relative", path, 0, size),))
         if tag == KEY_GROUPS_HANDLE:
             return self._key_groups_body("KeyGroupsStateHandle", depth)
         if tag == SEGMENT_FILE_HANDLE:
-            r.i64("segment start position")
+            start = r.i64("segment start position")
             size = r.i64("segment state size")
             at_scope = r.pos
             scope = r.i32("segment scope")
             if not 0 <= scope < len(STATE_SCOPES):
                 raise MetadataError(f"invalid CheckpointedStateScope ordinal {scope}", at_scope)
-            r.path("segment file path")
+            path = r.path("segment file path")
             r.utf("logical file id")
-            return Handle("SegmentFileStateHandle", size)
+            return Handle("SegmentFileStateHandle", size, (StreamRef("segment", path, start, size),))
         return Handle("EmptySegmentFileStateHandle", 0)  # EMPTY_SEGMENT_FILE_HANDLE: the 0-byte singleton
 
     def _key_group_range(self) -> tuple[int, int]:
@@ -607,7 +644,7 @@ class _MetadataParser:
         delegate = self._stream_handle(depth + 1)
         if delegate is None:  # KeyGroupsStateHandle: checkNotNull(streamStateHandle)
             raise MetadataError(f"{type_name} without a delegate state handle (NullPointerException in Flink)", r.pos)
-        return Handle(f"{type_name}({delegate.descriptor})", delegate.state_size)
+        return Handle(f"{type_name}({delegate.descriptor})", delegate.state_size, delegate.streams)
 
     def _keyed_handle(self, depth: int) -> Handle | None:
         r = self.r
@@ -673,7 +710,11 @@ class _MetadataParser:
             parts.append(f"{what}=[{', '.join(sorted(kinds))}]")
         if v2:
             r.utf("state handle id")
-        return Handle(f"IncrementalRemoteKeyedStateHandle(meta={_desc(meta)}, {parts[0]}, {parts[1]})", size)
+        return Handle(
+            f"IncrementalRemoteKeyedStateHandle(meta={_desc(meta)}, {parts[0]}, {parts[1]})",
+            size,
+            meta.streams if meta is not None else (),
+        )
 
     def _changelog_backend(self, tag: int, depth: int) -> Handle:
         r = self.r
@@ -682,11 +723,13 @@ class _MetadataParser:
             r.i64("checkpointed size")
         size = 0
         materialized: set[str] = set()
+        streams: list[StreamRef] = []
         for _ in range(r.count("number of materialized handles", 1)):
             h = self._keyed_handle(depth + 1)
             if h is not None:  # Flink drops (and logs) null materialized handles
                 size += h.state_size
                 materialized.add(h.descriptor)
+                streams += h.streams
         delta: set[str] = set()
         for _ in range(r.count("number of non-materialized handles", 1)):
             at = r.pos
@@ -708,6 +751,7 @@ class _MetadataParser:
             f"ChangelogStateBackendHandleImpl(materialized=[{', '.join(sorted(materialized))}], "
             f"nonMaterialized=[{', '.join(sorted(delta))}])",
             size,
+            tuple(streams),
         )
 
     def _operator_handle(self) -> Handle | None:
@@ -731,11 +775,11 @@ class _MetadataParser:
             if delegate is None or not delegate.type_name.endswith("SegmentFileStateHandle"):
                 raise MetadataError("file-merging operator state needs a SegmentFileStateHandle delegate", at)
             name = "EmptyFileMergingOperatorStreamStateHandle" if empty else "FileMergingOperatorStreamStateHandle"
-            return Handle(f"{name}({_desc(delegate)})", delegate.state_size)
+            return Handle(f"{name}({_desc(delegate)})", delegate.state_size, delegate.streams)
         delegate = self._stream_handle(1)
         if delegate is None:  # OperatorStreamStateHandle: checkNotNull(delegateStateHandle)
             raise MetadataError("OperatorStreamStateHandle without a delegate (NullPointerException in Flink)", r.pos)
-        return Handle(f"OperatorStreamStateHandle({delegate.descriptor})", delegate.state_size)
+        return Handle(f"OperatorStreamStateHandle({delegate.descriptor})", delegate.state_size, delegate.streams)
 
     def _channel_handle(self, is_input: bool) -> Handle:
         r = self.r

@@ -1,0 +1,1288 @@
+"""Read Flink's serializer snapshots (the TYPES of saved state) into small readable trees.
+
+Flink writes a serializer snapshot with ``TypeSerializerSnapshot.writeVersionedSnapshot``: the
+snapshot's class name (``writeUTF``), its version (int), then the snapshot's own payload with
+no length prefix. Reading past one snapshot therefore needs the payload layout of its class,
+so this module is a registry: one entry per snapshot class Flink 1.9 - 2.3 ships (core,
+streaming, runtime, table runtime, CEP, Scala, Avro, Kryo, Python, the connectors that lived in
+Flink's tree), each naming a reader that dispatches on the version where the layout changed.
+A new class is one entry. The layouts are transcribed from each class's ``readSnapshot`` /
+``readOuterSnapshot`` in Flink's sources at release-1.9.3 and release-1.12.2, the 1.16 and
+1.20 development lines and the 2.0 development line (Nov 2024), plus the 2.1+ flink-core
+serializers in apache/flink's index (each entry's ``since``); docs/state-meta.md says how
+they were checked against bytes Flink wrote.
+
+Shared building blocks, as in Flink:
+
+* ``SimpleTypeSerializerSnapshot`` (version 3: no payload; version 2: one UTF string);
+* ``CompositeTypeSerializerSnapshot`` (version 3: magic 911108, outer version, the class's
+  outer payload, then ``NestedSerializersSnapshotDelegate``: magic 1333245, version 1, a
+  count and each nested versioned snapshot; versions 1-2: the legacy form without the magic,
+  the outer payload read with the snapshot version);
+* ``GenericTypeSerializerSnapshot`` (one UTF class name);
+* ``LinkedOptionalMapSerializer`` maps (POJO fields, Kryo registrations): header long, count,
+  then per entry a key name, and key and value each as an optional length-prefixed frame.
+  Frames are the one place an unknown snapshot can be stepped over (Flink itself logs and
+  keeps ``null`` when a frame cannot be read).
+
+An unknown class (a user's own snapshot) cannot be stepped over anywhere else: it comes back as
+an ``UNKNOWN`` node with the bytes that follow it, every enclosing node is marked incomplete
+and :func:`read_versioned_snapshot` tells the caller that the stream cannot be read further.
+Malformed or truncated bytes raise :class:`StateMetaError` (and nothing else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from udfs.savepoint.binary import Reader, StateMetaError
+from udfs.savepoint.java_objects import JArray, JClass, JEnum, JObject, read_object_stream, short_class
+
+COMPOSITE_MAGIC = 911108  # CompositeTypeSerializerSnapshot.MAGIC_NUMBER
+NESTED_MAGIC = 1333245  # NestedSerializersSnapshotDelegate.MAGIC_NUMBER
+NESTED_VERSION = 1
+OPTIONAL_MAP_HEADER = 0x4F2C69A3D70  # LinkedOptionalMapSerializer.HEADER
+ADAPTER_VERSION = 0x7A53C4F0  # TypeSerializerConfigSnapshot.ADAPTER_VERSION (Flink <= 1.16)
+SNAPSHOT_PROXY_VERSION = 2  # TypeSerializerSnapshotSerializationUtil's proxy, Flink 1.7+
+
+KRYO = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
+POJO = "org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot"
+KRYO_REGISTRATION_TYPES = ("UNSPECIFIED", "CLASS", "INSTANCE")  # KryoRegistration.SerializerDefinitionType
+
+
+# ------------------------------------------------------------------------------------------------
+#  The tree
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PojoField:
+    """One entry of ``PojoSerializerSnapshotData``'s field map, as written.
+
+    ``name`` is the entry's key name (the field name); ``declaring_class`` is None when the
+    writer had no field object for it (a field already missing when the snapshot was written);
+    ``snapshot`` is None when no serializer snapshot was written or it could not be read."""
+
+    name: str
+    declaring_class: str | None
+    snapshot: SnapshotNode | None
+
+
+@dataclass(frozen=True)
+class SnapshotNode:
+    """One serializer snapshot: its class, version, what its payload says, nested snapshots.
+
+    ``kind``: SIMPLE, COMPOSITE, GENERIC, POJO, KRYO, ENUM, AVRO, ... (the registry entry's
+    family), LEGACY_CONFIG (a pre-1.7 ``TypeSerializerConfigSnapshot``) or UNKNOWN (a class
+    this reader does not know; ``raw`` then holds the bytes that followed its version).
+    ``nested`` lists (role, snapshot) in the order Flink wrote them (role names follow the
+    serializer: "key"/"value", "element", "f0".., "field0"..). ``facts`` holds the rest of the
+    payload: POJO subclasses, Kryo registrations and default serializers, the Avro schema, enum
+    constants, SQL logical types... ``complete`` is False when reading stopped inside this
+    node (an UNKNOWN below it, outside any frame)."""
+
+    class_name: str
+    version: int
+    kind: str
+    type_class: str | None = None
+    nested: tuple[tuple[str, SnapshotNode], ...] = ()
+    fields: tuple[PojoField, ...] = ()
+    facts: dict = field(default_factory=dict, hash=False)
+    raw: bytes = b""
+    offset: int = 0
+    end: int = 0
+    complete: bool = True
+
+    # -- walks -----------------------------------------------------------------------------
+
+    def children(self) -> Iterator[SnapshotNode]:
+        """Every directly nested snapshot: nested roles, POJO fields, POJO subclasses, TTL..."""
+        for _, n in self.nested:
+            yield n
+        for f in self.fields:
+            if f.snapshot is not None:
+                yield f.snapshot
+        for key in ("registered_subclasses", "non_registered_subclasses"):
+            for _, n in self.facts.get(key, ()):
+                if isinstance(n, SnapshotNode):
+                    yield n
+
+    def walk(self) -> Iterator[SnapshotNode]:
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(list(n.children())))
+
+    @property
+    def uses_kryo(self) -> bool:
+        """True when Kryo serializes any part of this type (a generic type anywhere inside)."""
+        return any(n.class_name == KRYO or n.kind == "KRYO" for n in self.walk())
+
+    @property
+    def has_unknown(self) -> bool:
+        return any(n.kind == "UNKNOWN" for n in self.walk())
+
+    @property
+    def enum_constants(self) -> tuple[str, ...] | None:
+        c = self.facts.get("enum_constants")
+        return tuple(c) if c is not None else None
+
+    # -- readable forms ----------------------------------------------------------------------
+
+    @property
+    def type_text(self) -> str:
+        """One line: ``Tuple2<Long, String>``, ``POJO a.B{x: Long, y: List<String>}``, ``Kryo(a.C)``."""
+        return _text(self, 0)
+
+    def to_dict(self) -> dict:
+        """The tree in the shape the statetypes vectors record Flink's own reading in:
+        ``{class, type_class?, nested?, fields?, enum_constants?}`` (extra facts are left out;
+        see :meth:`describe` for everything)."""
+        d: dict = {"class": self.class_name}
+        if self.type_class is not None:
+            d["type_class"] = self.type_class
+        if self.kind in COMPOSITE_KINDS or self.nested:
+            d["nested"] = [n.to_dict() for _, n in self.nested]
+        if self.kind == "POJO":
+            d["fields"] = [
+                {"name": f.name, "serializer": f.snapshot.to_dict() if f.snapshot is not None else None}
+                for f in self.fields
+            ]
+        if self.enum_constants is not None and self.kind == "ENUM":
+            d["enum_constants"] = list(self.enum_constants)
+        return d
+
+    def describe(self) -> dict:
+        """Everything read, JSON-friendly (raw bytes as their length)."""
+        d = self.to_dict()
+        d.update(version=self.version, kind=self.kind, text=self.type_text)
+        if self.nested:
+            d["nested"] = [dict(n.describe(), role=role) for role, n in self.nested]
+        if self.fields:
+            d["fields"] = [
+                {
+                    "name": f.name,
+                    "declaring_class": f.declaring_class,
+                    "serializer": f.snapshot.describe() if f.snapshot is not None else None,
+                }
+                for f in self.fields
+            ]
+        facts = {}
+        for k, v in self.facts.items():
+            if k in ("registered_subclasses", "non_registered_subclasses"):
+                v = [[c, n.describe() if isinstance(n, SnapshotNode) else None] for c, n in v]
+            facts[k] = v
+        if facts:
+            d["facts"] = facts
+        if self.raw:
+            d["raw_bytes"] = len(self.raw)
+        if not self.complete:
+            d["complete"] = False
+        return d
+
+
+COMPOSITE_KINDS = frozenset({"COMPOSITE"})
+
+
+# ------------------------------------------------------------------------------------------------
+#  Reading
+# ------------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Reading cannot go on past an unknown snapshot; carries the partial tree built so far."""
+
+    def __init__(self, node: SnapshotNode) -> None:
+        super().__init__(node.class_name)
+        self.node = node
+
+
+@dataclass
+class _Parts:
+    """What a class reader collects while it reads (so a stop midway still yields a tree)."""
+
+    r: Reader
+    version: int
+    type_class: str | None = None
+    nested: list[tuple[str, SnapshotNode]] = field(default_factory=list)
+    fields: list[PojoField] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+
+    def snapshot(self, role: str) -> SnapshotNode:
+        """One nested versioned snapshot, recorded under ``role`` (also when reading stops in it)."""
+        try:
+            child = _read_snapshot(self.r)
+        except _Stop as stop:
+            self.nested.append((role, stop.node))
+            raise
+        self.nested.append((role, child))
+        return child
+
+    def nested_delegate(self, roles: Callable[[int], str] | None = None) -> None:
+        """``NestedSerializersSnapshotDelegate.readNestedSerializerSnapshots``."""
+        r = self.r
+        at = r.pos
+        magic = r.i32("nested snapshots magic number")
+        if magic != NESTED_MAGIC:
+            raise StateMetaError(
+                f"Corrupt data, magic number mismatch. Expected {NESTED_MAGIC:8x}, found {magic & 0xFFFFFFFF:8x}", at
+            )
+        at = r.pos
+        version = r.i32("nested snapshots version")
+        if version != NESTED_VERSION:
+            raise StateMetaError(f"Unrecognized version: {version}", at)
+        n = r.count("number of nested snapshots", 6)  # a class name (2+) and a version (4) each
+        for i in range(n):
+            self.snapshot(roles(i) if roles else f"{i}")
+
+
+PayloadReader = Callable[[_Parts], None]
+
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """How one snapshot class is read and shown.
+
+    ``kind``: the family (SIMPLE, COMPOSITE, ...); ``read``: fills a :class:`_Parts` from the
+    payload (it sees ``parts.version``); ``text``: the one-line type text, or a display name
+    for simple types; ``since``: the Flink lines that ship the class, for the record."""
+
+    kind: str
+    read: PayloadReader
+    text: str | Callable[[SnapshotNode], str] | None = None
+    since: str = ""
+
+
+REGISTRY: dict[str, SnapshotSpec] = {}
+
+
+def _read_snapshot(r: Reader) -> SnapshotNode:
+    """``TypeSerializerSnapshot.readVersionedSnapshot``: class name, version, payload."""
+    at = r.pos
+    name = r.utf("serializer snapshot class name")
+    version = r.i32("serializer snapshot version")
+    spec = REGISTRY.get(name)
+    if version == ADAPTER_VERSION:
+        if spec is None or spec.kind == "LEGACY_CONFIG":
+            raise _Stop(
+                SnapshotNode(
+                    name, version, "LEGACY_CONFIG", raw=bytes(r.data[r.pos : r.end]), offset=at, complete=False
+                )
+            )
+        # Flink 1.7 - 1.16: a class that was a TypeSerializerConfigSnapshot when written and is a
+        # TypeSerializerSnapshot now: skip the Java-serialized serializer, read the real version.
+        _skip_java_serializer_proxy(r)
+        version = r.i32("serializer snapshot version")
+    if spec is None:
+        raise _Stop(SnapshotNode(name, version, "UNKNOWN", raw=bytes(r.data[r.pos : r.end]), offset=at, complete=False))
+    parts = _Parts(r, version)
+    r.enter("serializer snapshots")
+    try:
+        spec.read(parts)
+    except _Stop:
+        raise _Stop(_build(name, spec, parts, at, r.pos, complete=False)) from None
+    finally:
+        r.leave()
+    return _build(name, spec, parts, at, r.pos)
+
+
+def _build(name: str, spec: SnapshotSpec, p: _Parts, at: int, end: int, complete: bool = True) -> SnapshotNode:
+    return SnapshotNode(
+        class_name=name,
+        version=p.version,
+        kind=spec.kind,
+        type_class=p.type_class,
+        nested=tuple(p.nested),
+        fields=tuple(p.fields),
+        facts=p.facts,
+        offset=at,
+        end=end,
+        complete=complete,
+    )
+
+
+@dataclass(frozen=True)
+class SnapshotRead:
+    """The result of reading one snapshot from a stream: the tree, and whether the stream can
+    be read past it (False after an UNKNOWN or legacy snapshot outside any frame)."""
+
+    node: SnapshotNode
+    readable_past: bool
+
+
+def read_versioned_snapshot(r: Reader) -> SnapshotRead:
+    """One ``writeVersionedSnapshot`` at ``r`` (nested snapshots are written this way)."""
+    try:
+        node = _read_snapshot(r)
+    except _Stop as stop:
+        return SnapshotRead(stop.node, False)
+    return SnapshotRead(node, True)
+
+
+def read_serializer_snapshot(r: Reader) -> SnapshotRead:
+    """``TypeSerializerSnapshotSerializationUtil.readSerializerSnapshot``: the proxy's version
+    (2 since Flink 1.7; 1 was Flink <= 1.6 and is refused by 1.17+) and a versioned snapshot.
+    State meta info and the keyed proxy's key serializer are written this way."""
+    at = r.pos
+    version = r.i32("serializer snapshot proxy version")
+    if version != SNAPSHOT_PROXY_VERSION:
+        hint = (
+            " (TypeSerializerConfigSnapshot of Flink <= 1.6, no longer supported as of Flink 1.17)"
+            if version == 1
+            else ""
+        )
+        raise StateMetaError(f"Unrecognized version for TypeSerializerSnapshot format: {version}{hint}", at)
+    return read_versioned_snapshot(r)
+
+
+def parse_snapshot(data: bytes, offset: int = 0) -> SnapshotRead:
+    """Convenience: one versioned snapshot from ``data`` at ``offset``."""
+    return read_versioned_snapshot(Reader(bytes(data), offset))
+
+
+def _skip_java_serializer_proxy(r: Reader) -> None:
+    """``TypeSerializerSerializationUtil.TypeSerializerSerializationProxy``: version int, then
+    the Java-serialized serializer as an int length and that many bytes."""
+    r.i32("serializer proxy version")
+    r.skip(r.count("Java-serialized serializer length"), "Java-serialized serializer")
+
+
+# ------------------------------------------------------------------------------------------------
+#  Payload readers (one per layout)
+# ------------------------------------------------------------------------------------------------
+
+
+def _simple(p: _Parts) -> None:
+    """SimpleTypeSerializerSnapshot.readSnapshot: 3 = nothing, 2 = the serializer class name."""
+    if p.version == 2:
+        p.facts["serializer_class"] = p.r.utf("serializer class name")
+    elif p.version != 3:
+        raise StateMetaError(f"Unrecognized version: {p.version}", p.r.pos)
+
+
+def _simple_plus_int(p: _Parts) -> None:
+    """The JDBC XA snapshots: a simple snapshot followed by their own int VERSION."""
+    _simple(p)
+    p.facts["own_version"] = p.r.i32("snapshot's own version")
+
+
+def _generic(p: _Parts) -> None:
+    """GenericTypeSerializerSnapshot: the type class (Value, CopyableValue, Writable)."""
+    p.type_class = p.r.utf("type class")
+
+
+OuterReader = Callable[[_Parts, int], None]
+
+
+def composite(
+    roles: Callable[[int], str] | tuple[str, ...] | None = None, outer: OuterReader | None = None
+) -> PayloadReader:
+    """CompositeTypeSerializerSnapshot.readSnapshot, with the class's readOuterSnapshot."""
+
+    def read(p: _Parts) -> None:
+        r = p.r
+        if p.version > 2:
+            at = r.pos
+            magic = r.i32("composite snapshot magic number")
+            if magic != COMPOSITE_MAGIC:
+                found = magic & 0xFFFFFFFF
+                raise StateMetaError(
+                    f"Corrupt data, magic number mismatch. Expected {COMPOSITE_MAGIC:8x}, found {found:8x}", at
+                )
+            outer_version = r.i32("outer snapshot version")
+        else:  # legacyInternalReadOuterSnapshot: the snapshot version is the outer version
+            outer_version = p.version
+        p.facts["outer_version"] = outer_version
+        if outer is not None:
+            outer(p, outer_version)
+        if isinstance(roles, tuple):
+            names = roles
+            p.nested_delegate(lambda i: names[i] if i < len(names) else f"{i}")
+        else:
+            p.nested_delegate(roles)
+
+    return read
+
+
+def _outer_type_class(p: _Parts, _v: int) -> None:
+    p.type_class = p.r.utf("outer type class")
+
+
+def _outer_utf(key: str) -> OuterReader:
+    def read(p: _Parts, _v: int) -> None:
+        p.facts[key] = p.r.utf(key)
+
+    return read
+
+
+def _outer_int(key: str) -> OuterReader:
+    def read(p: _Parts, _v: int) -> None:
+        p.facts[key] = p.r.i32(key)
+
+    return read
+
+
+def _outer_versioned_flag(key: str, first_implied: int, first_written: int) -> OuterReader:
+    """The outer-flag pattern of Row / LinkedList / TwoPhaseCommit / NFAState snapshots: absent
+    (False) below ``first_implied``, implied True from ``first_implied`` to just below
+    ``first_written``, written as a boolean from ``first_written`` on."""
+
+    def read(p: _Parts, v: int) -> None:
+        if v < first_implied:
+            p.facts[key] = False
+        elif v < first_written:
+            p.facts[key] = True
+        else:
+            p.facts[key] = p.r.boolean(key)
+
+    return read
+
+
+def _outer_external(p: _Parts, _v: int) -> None:
+    """ExternalSerializerSnapshot: a Java-serialized DataType, then (Flink 1.13+, same outer
+    version 1) a boolean isInternalInput. The newest readers read the boolean, as modelled here."""
+    obj = read_object_stream(p.r, "ExternalSerializer data type")
+    p.facts["data_type"] = describe_data_type(obj)
+    p.facts["is_internal_input"] = p.r.boolean("isInternalInput")
+
+
+def _field_roles(i: int) -> str:
+    return f"f{i}"
+
+
+def _read_optional_map(
+    p: _Parts,
+    what: str,
+    key: Callable[[Reader], object],
+    value: Callable[[Reader], object],
+) -> list[tuple[str, object, object, bool, bool]]:
+    """LinkedOptionalMapSerializer.readOptionalMap: (key name, key, value, key present, value present).
+
+    Each present key and value is a frame (int length, bytes); ``key`` / ``value`` read inside
+    the frame. Flink reads each frame's own bytes and nothing beyond, so what a frame reader
+    leaves unread is ignored here too."""
+    r = p.r
+    at = r.pos
+    header = r.i64(f"{what} header")
+    if header != OPTIONAL_MAP_HEADER:
+        raise StateMetaError(f"Corrupted stream received header {header}", at)
+    n = r.count(f"{what} size", 4)  # key name (2+) and two presence flags
+    out = []
+    for _ in range(n):
+        name = r.utf(f"{what} key name")
+        k = v = None
+        kp = r.boolean(f"{what} key presence")
+        if kp:
+            k = key(r.sub(r.count(f"{what} key frame length"), f"{what} key frame"))
+        vp = r.boolean(f"{what} value presence")
+        if vp:
+            v = value(r.sub(r.count(f"{what} value frame length"), f"{what} value frame"))
+        out.append((name, k, v, kp, vp))
+    return out
+
+
+def _framed_snapshot(fr: Reader) -> SnapshotNode | None:
+    """A versioned snapshot inside a frame: an unknown class stops inside the frame only
+    (Flink's PojoSerializerSnapshotData snapshotReader logs any failure and keeps null)."""
+    try:
+        return _read_snapshot(fr)
+    except _Stop as stop:
+        return stop.node
+
+
+def _pojo(p: _Parts) -> None:
+    """PojoSerializerSnapshot (version 2 only) -> PojoSerializerSnapshotData.readSnapshotData."""
+    if p.version != 2:
+        raise StateMetaError(f"unrecognized read version {p.version}", p.r.pos)
+    p.type_class = p.r.utf("POJO class")
+
+    def field_key(fr: Reader) -> tuple[str, str]:
+        return fr.utf("field declaring class"), fr.utf("field name")
+
+    entries = _read_optional_map(p, "POJO field map", field_key, _framed_snapshot)
+    for name, k, v, _kp, _vp in entries:
+        declaring = k[0] if isinstance(k, tuple) else None
+        p.fields.append(PojoField(name, declaring, v if isinstance(v, SnapshotNode) else None))
+    for key in ("registered_subclasses", "non_registered_subclasses"):
+        sub = _read_optional_map(p, key.replace("_", " "), lambda fr: None, _framed_snapshot)
+        p.facts[key] = [(name, v) for name, _k, v, _kp, _vp in sub]
+
+
+def _kryo(p: _Parts) -> None:
+    """KryoSerializerSnapshot -> KryoSerializerSnapshotData.createFrom: type class, then the
+    registrations, the default serializer instances and the default serializer classes, each a
+    LinkedOptionalMap."""
+    p.type_class = p.r.utf("Kryo type class")
+
+    def registration(fr: Reader) -> dict:
+        reg = {"class": fr.utf("registered class")}
+        at = fr.pos
+        t = fr.i32("registration type")
+        if not 0 <= t < len(KRYO_REGISTRATION_TYPES):
+            raise StateMetaError(f"invalid KryoRegistration.SerializerDefinitionType ordinal {t}", at)
+        reg["type"] = KRYO_REGISTRATION_TYPES[t]
+        if t == 1:
+            reg["serializer"] = fr.utf("Kryo serializer class")
+        elif t == 2:
+            reg["serializer"] = _java_class_name(read_object_stream(fr, "Kryo serializer instance"))
+        return reg
+
+    regs = _read_optional_map(p, "Kryo registrations", lambda fr: None, registration)
+    # the entry's key name is the class as registered; the value names the class Kryo got (Flink
+    # writes a dummy for Avro's GenericData$Array when Avro is not on the class path)
+    p.facts["kryo_registrations"] = [
+        (v if v.get("class") == name else {"name": name, **v}) if isinstance(v, dict) else {"name": name, "type": None}
+        for name, _k, v, _kp, _vp in regs
+    ]
+    defaults = _read_optional_map(
+        p,
+        "Kryo default serializers",
+        lambda fr: fr.utf("class"),
+        lambda fr: _java_class_name(read_object_stream(fr, "Kryo default serializer")),
+    )
+    p.facts["kryo_default_serializers"] = [[name, v] for name, _k, v, _kp, _vp in defaults]
+    classes = _read_optional_map(
+        p, "Kryo default serializer classes", lambda fr: fr.utf("class"), lambda fr: fr.utf("serializer class")
+    )
+    p.facts["kryo_default_serializer_classes"] = [[name, v] for name, _k, v, _kp, _vp in classes]
+
+
+def _enum(p: _Parts) -> None:
+    """EnumSerializer.EnumSerializerSnapshot (versions 1-3 share the layout)."""
+    r = p.r
+    p.type_class = r.utf("enum class")
+    n = r.count("number of enum constants", 2)
+    p.facts["enum_constants"] = [r.utf("enum constant") for _ in range(n)]
+
+
+def _scala_enum(p: _Parts) -> None:
+    """ScalaEnumSerializerSnapshot: enumeration class, then (name, id) pairs."""
+    r = p.r
+    p.type_class = r.utf("enumeration class")
+    n = r.count("number of enumeration values", 6)
+    p.facts["enum_values"] = [[r.utf("value name"), r.i32("value id")] for _ in range(n)]
+
+
+def _avro(p: _Parts) -> None:
+    """AvroSerializerSnapshot: v1 = schema (UTF); v2 = runtime type, schema (UTF, UTF);
+    v3 (Flink 1.11+ writes) = the same as StringValue strings (no 64 KiB limit)."""
+    r = p.r
+    if p.version == 1:
+        p.facts["schema"] = r.utf("Avro schema")
+    elif p.version == 2:
+        p.type_class = r.utf("Avro runtime type")
+        p.facts["schema"] = r.utf("Avro schema")
+    elif p.version == 3:
+        p.type_class = r.flink_string("Avro runtime type")
+        p.facts["schema"] = r.flink_string("Avro schema")
+    else:
+        raise StateMetaError(f"unknown snapshot version for AvroSerializerSnapshot {p.version}", r.pos)
+
+
+def _ttl_aware(p: _Parts) -> None:
+    """TtlAwareSerializerSnapshot (Flink 2.0+): TTL flag, then the wrapped versioned snapshot."""
+    p.facts["ttl_enabled"] = p.r.boolean("isTtlEnabled")
+    p.snapshot("original")
+
+
+def _either_legacy(p: _Parts) -> None:
+    """EitherSerializerSnapshot (deprecated, read-only since 1.7): v2 = nested snapshots."""
+    if p.version != 2:
+        raise StateMetaError(f"No longer supported version [{p.version}]. Please upgrade first to Flink 1.16.", p.r.pos)
+    p.nested_delegate(lambda i: ("left", "right")[i] if i < 2 else f"{i}")
+
+
+def _generic_array_legacy(p: _Parts) -> None:
+    """GenericArraySerializerConfigSnapshot (read-only since 1.7): v2 = component class + nested."""
+    if p.version != 2:
+        raise StateMetaError(f"No longer supported version [{p.version}]. Please upgrade first to Flink 1.16.", p.r.pos)
+    p.type_class = p.r.utf("component class")
+    p.nested_delegate(lambda i: "component")
+
+
+def _row_data(p: _Parts) -> None:
+    """RowDataSerializerSnapshot (and BaseRow / Python RowData): field count, each field's
+    Java-serialized LogicalType, then the field serializers' nested snapshots."""
+    r = p.r
+    n = r.count("number of row fields", 4)
+    p.facts["logical_types"] = [describe_logical_type(read_object_stream(r, "field logical type")) for _ in range(n)]
+    p.nested_delegate(_field_roles)
+
+
+def _java_objects(*keys: str) -> PayloadReader:
+    """Snapshots that are only Java-serialized objects in a row (Array/MapData and their
+    Python and 1.9 BaseArray/BaseMap twins): logical types are described, serializers named."""
+
+    def read(p: _Parts) -> None:
+        for key in keys:
+            obj = read_object_stream(p.r, key)
+            p.facts[key] = describe_logical_type(obj) if key.endswith("type") else _java_class_name(obj)
+
+    return read
+
+
+def _ints(*keys: str) -> PayloadReader:
+    def read(p: _Parts) -> None:
+        for key in keys:
+            p.facts[key] = p.r.i32(key)
+
+    return read
+
+
+def _sorted_map(p: _Parts) -> None:
+    """SortedMapSerializerSnapshot: the Java-serialized comparator, then nested (key, value)."""
+    p.facts["comparator"] = _java_class_name(read_object_stream(p.r, "comparator"))
+    p.nested_delegate(lambda i: ("key", "value")[i] if i < 2 else f"{i}")
+
+
+def _pulsar(p: _Parts) -> None:
+    """PulsarSchemaTypeSerializerSnapshot (the Pulsar connector in Flink 1.14 - 1.16): a
+    length-prefixed Java-serialized schema."""
+    n = p.r.count("schema length")
+    p.facts["schema_class"] = _java_class_name(read_object_stream(p.r.sub(n, "Pulsar schema"), "Pulsar schema"))
+
+
+def _legacy_config(p: _Parts) -> None:  # never called: ADAPTER_VERSION is handled before dispatch
+    raise StateMetaError("TypeSerializerConfigSnapshot payload", p.r.pos)
+
+
+# ------------------------------------------------------------------------------------------------
+#  Java objects inside snapshots: readable names
+# ------------------------------------------------------------------------------------------------
+
+
+def _java_class_name(obj: object) -> str | None:
+    if isinstance(obj, JObject):
+        return obj.class_name
+    if isinstance(obj, JEnum):
+        return obj.class_name
+    if isinstance(obj, JClass):
+        return obj.name
+    return None
+
+
+_ROOT_NAMES = {
+    "CHAR": "CHAR",
+    "VARCHAR": "VARCHAR",
+    "BOOLEAN": "BOOLEAN",
+    "BINARY": "BINARY",
+    "VARBINARY": "VARBINARY",
+    "DECIMAL": "DECIMAL",
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "INTEGER": "INT",
+    "BIGINT": "BIGINT",
+    "FLOAT": "FLOAT",
+    "DOUBLE": "DOUBLE",
+    "DATE": "DATE",
+    "TIME_WITHOUT_TIME_ZONE": "TIME",
+    "TIMESTAMP_WITHOUT_TIME_ZONE": "TIMESTAMP",
+    "TIMESTAMP_WITH_TIME_ZONE": "TIMESTAMP WITH TIME ZONE",
+    "TIMESTAMP_WITH_LOCAL_TIME_ZONE": "TIMESTAMP_LTZ",
+    "INTERVAL_YEAR_MONTH": "INTERVAL YEAR TO MONTH",
+    "INTERVAL_DAY_TIME": "INTERVAL DAY TO SECOND",
+    "ARRAY": "ARRAY",
+    "MULTISET": "MULTISET",
+    "MAP": "MAP",
+    "ROW": "ROW",
+    "DISTINCT_TYPE": "DISTINCT",
+    "STRUCTURED_TYPE": "STRUCTURED",
+    "NULL": "NULL",
+    "RAW": "RAW",
+    "SYMBOL": "SYMBOL",
+    "UNRESOLVED": "UNRESOLVED",
+    "VARIANT": "VARIANT",
+    "DESCRIPTOR": "DESCRIPTOR",
+}
+MAX_JAVA_STRING = 2147483647
+
+
+def _list_items(obj: object, depth: int = 0) -> list[object]:
+    """The elements of a serialized java.util list (ArrayList, Collections.unmodifiableList...)."""
+    if depth > 4:
+        return []
+    if isinstance(obj, JArray):
+        return list(obj.items or [])
+    if isinstance(obj, JObject):
+        if obj.class_name in ("java.util.ArrayList", "java.util.LinkedList", "java.util.Arrays$ArrayList"):
+            items = [a for a in obj.annotations if not hasattr(a, "data")]
+            if obj.class_name == "java.util.Arrays$ArrayList":
+                return _list_items(obj.fields.get("a"), depth + 1)
+            return items
+        for key in ("list", "c"):
+            if key in obj.fields:
+                return _list_items(obj.fields[key], depth + 1)
+    return []
+
+
+def describe_logical_type(obj: object, depth: int = 0) -> str:
+    """A Java-serialized Flink ``LogicalType`` as SQL-like text (``BIGINT NOT NULL``,
+    ``VARCHAR(10)``, ``STRING``, ``ROW<a INT, b STRING>``); unknown shapes by class name."""
+    if depth > 16:
+        return "..."
+    if not isinstance(obj, JObject):
+        return _java_class_name(obj) or "null"
+    f = obj.fields
+    root = f.get("typeRoot")
+    root_name = root.constant if isinstance(root, JEnum) else None
+    base = _ROOT_NAMES.get(root_name or "", short_class(obj.class_name).removesuffix("Type").upper())
+    if root_name in ("VARCHAR", "CHAR", "BINARY", "VARBINARY") and isinstance(f.get("length"), int):
+        if root_name == "VARCHAR" and f["length"] == MAX_JAVA_STRING:
+            base = "STRING"
+        elif root_name == "VARBINARY" and f["length"] == MAX_JAVA_STRING:
+            base = "BYTES"
+        else:
+            base = f"{base}({f['length']})"
+    elif root_name == "DECIMAL":
+        base = f"DECIMAL({f.get('precision')}, {f.get('scale')})"
+    elif root_name and root_name.startswith(("TIMESTAMP", "TIME_")) and isinstance(f.get("precision"), int):
+        base = f"{base}({f['precision']})"
+    elif root_name in ("ARRAY", "MULTISET"):
+        base = f"{base}<{describe_logical_type(f.get('elementType'), depth + 1)}>"
+    elif root_name == "MAP":
+        k = describe_logical_type(f.get("keyType"), depth + 1)
+        v = describe_logical_type(f.get("valueType"), depth + 1)
+        base = f"MAP<{k}, {v}>"
+    elif root_name == "ROW":
+        parts = []
+        for rf in _list_items(f.get("fields")):
+            if isinstance(rf, JObject):
+                parts.append(f"{rf.fields.get('name')} {describe_logical_type(rf.fields.get('type'), depth + 1)}")
+        base = f"ROW<{', '.join(parts)}>"
+    elif root_name == "RAW":
+        clazz = f.get("clazz")
+        base = f"RAW({clazz.name if isinstance(clazz, JClass) else '?'})"
+    elif root_name in ("STRUCTURED_TYPE", "DISTINCT_TYPE"):
+        ident = f.get("objectIdentifier") or f.get("implementationClass")
+        base = f"{base}({_java_class_name(ident) if not isinstance(ident, str) else ident})"
+    if f.get("isNullable") is False:
+        base += " NOT NULL"
+    return base
+
+
+def describe_data_type(obj: object) -> str:
+    """A Java-serialized ``DataType`` (ExternalSerializer): its logical type and conversion class."""
+    if isinstance(obj, JObject):
+        lt = obj.fields.get("logicalType")
+        conv = obj.fields.get("conversionClass")
+        text = describe_logical_type(lt)
+        if isinstance(conv, JClass):
+            text += f" (as {conv.name})"
+        return text
+    return _java_class_name(obj) or "null"
+
+
+# ------------------------------------------------------------------------------------------------
+#  Type text
+# ------------------------------------------------------------------------------------------------
+
+
+def _text(n: SnapshotNode, depth: int) -> str:
+    if depth > 24:
+        return "..."
+    spec = REGISTRY.get(n.class_name)
+    if n.kind == "UNKNOWN":
+        return f"Unknown({n.class_name})"
+    if n.kind == "LEGACY_CONFIG":
+        return f"LegacyConfig({n.class_name})"
+    if spec is not None and callable(spec.text):
+        return spec.text(n)
+    if spec is not None and isinstance(spec.text, str):
+        label = spec.text
+    else:
+        label = _display_name(n.class_name)
+    inner = [_text(c, depth + 1) for _, c in n.nested]
+    if inner:
+        return f"{label}<{', '.join(inner)}>"
+    if n.type_class and n.kind != "SIMPLE":
+        return f"{label}({n.type_class})"
+    return label
+
+
+def _display_name(class_name: str) -> str:
+    """``...base.LongSerializer$LongSerializerSnapshot`` -> ``Long``; ``...TupleSerializerSnapshot`` -> ``Tuple``."""
+    outer = class_name.rsplit(".", 1)[-1].split("$", 1)[0]
+    for suffix in ("SerializerSnapshotV2", "SerializerSnapshot", "Serializer", "Snapshot"):
+        if outer.endswith(suffix) and len(outer) > len(suffix):
+            return outer[: -len(suffix)]
+    return outer
+
+
+def _nested_text(n: SnapshotNode, role: int = 0) -> str:
+    return _text(n.nested[role][1], 1) if len(n.nested) > role else "?"
+
+
+def _all_nested(n: SnapshotNode) -> str:
+    return ", ".join(_text(c, 1) for _, c in n.nested)
+
+
+def _tuple_text(n: SnapshotNode) -> str:
+    cls = (n.type_class or "Tuple").rsplit(".", 1)[-1]
+    if n.type_class and not n.type_class.startswith("org.apache.flink.api.java.tuple."):
+        cls = n.type_class
+    return f"{cls}<{_all_nested(n)}>"
+
+
+def _pojo_text(n: SnapshotNode) -> str:
+    fields = ", ".join(f"{f.name}: {_text(f.snapshot, 1) if f.snapshot else '?'}" for f in n.fields)
+    return f"POJO {n.type_class}{{{fields}}}"
+
+
+def _enum_text(n: SnapshotNode) -> str:
+    return f"Enum {n.type_class}{{{', '.join(n.facts.get('enum_constants', []))}}}"
+
+
+def _row_data_text(n: SnapshotNode) -> str:
+    types = n.facts.get("logical_types")
+    return f"RowData<{', '.join(types) if types is not None else _all_nested(n)}>"
+
+
+# ------------------------------------------------------------------------------------------------
+#  The registry
+# ------------------------------------------------------------------------------------------------
+
+F = "org.apache.flink."
+
+
+def _register(names: list[str] | tuple[str, ...], spec: SnapshotSpec) -> None:
+    for name in names:
+        REGISTRY[name if name.startswith(("org.", "com.")) else F + name] = spec
+
+
+def _simple_names() -> dict[str, str]:
+    base = "api.common.typeutils.base."
+    names = {
+        base + f"{s}Serializer${s}SerializerSnapshot": d
+        for s, d in {
+            "BigDec": "BigDecimal",
+            "BigInt": "BigInteger",
+            "Boolean": "Boolean",
+            "BooleanValue": "BooleanValue",
+            "Byte": "Byte",
+            "ByteValue": "ByteValue",
+            "Char": "Character",
+            "CharValue": "CharValue",
+            "Date": "Date",
+            "Double": "Double",
+            "DoubleValue": "DoubleValue",
+            "Float": "Float",
+            "FloatValue": "FloatValue",
+            "Instant": "Instant",
+            "Int": "Integer",
+            "IntValue": "IntValue",
+            "LocalDate": "LocalDate",
+            "LocalDateTime": "LocalDateTime",
+            "LocalTime": "LocalTime",
+            "Long": "Long",
+            "LongValue": "LongValue",
+            "NullValue": "NullValue",
+            "Short": "Short",
+            "ShortValue": "ShortValue",
+            "SqlDate": "java.sql.Date",
+            "SqlTime": "java.sql.Time",
+            "SqlTimestamp": "java.sql.Timestamp",
+            "String": "String",
+            "StringValue": "StringValue",
+            "Void": "Void",
+            # Flink 2.1+ (VARIANT) and newer flink-core types seen in apache/flink's index
+            "Variant": "Variant",
+            "Bitmap": "Bitmap",
+            "Uuid": "UUID",
+        }.items()
+    }
+    for prim in ("Boolean", "Byte", "Char", "Double", "Float", "Int", "Long", "Short"):
+        array = f"array.{prim}PrimitiveArraySerializer${prim}PrimitiveArraySerializerSnapshot"
+        names[base + array] = prim.lower() + "[]"
+    names[base + "array.StringArraySerializer$StringArraySerializerSnapshot"] = "String[]"
+    names.update(
+        {
+            "api.java.typeutils.runtime.Tuple0SerializerSnapshot": "Tuple0",
+            "runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot": "VoidNamespace",
+            "queryablestate.client.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot": "VoidNamespace",
+            "runtime.state.JavaSerializer$JavaSerializerSnapshot": "JavaSerialized",
+            "streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot": "TimeWindow",
+            "streaming.api.windowing.windows.GlobalWindow$Serializer$GlobalWindowSerializerSnapshot": "GlobalWindow",
+            "streaming.api.utils.ByteArrayWrapperSerializer$ByteArrayWrapperSerializerSnapshot": "ByteArrayWrapper",
+            "cep.nfa.DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot": "DeweyNumber",
+            "cep.nfa.sharedbuffer.EventId$EventIdSerializer$EventIdSerializerSnapshot": "EventId",
+            "table.dataview.NullSerializer$NullSerializerSnapshot": "Null",
+            "table.runtime.operators.window.CountWindow$Serializer$CountWindowSerializerSnapshot": "CountWindow",
+            "table.runtime.operators.window.TimeWindow$Serializer$TimeWindowSerializerSnapshot": "TimeWindow",
+            "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot": "StringData",
+            "table.runtime.typeutils.BinaryStringSerializer$BinaryStringSerializerSnapshot": "BinaryString",
+            "table.runtime.typeutils.serializers.python.BigDecSerializer$BigDecSerializerSnapshot": "BigDecimal",
+            "table.runtime.typeutils.serializers.python.DateSerializer$DateSerializerSnapshot": "java.sql.Date",
+            "table.runtime.typeutils.serializers.python.StringSerializer$StringSerializerSnapshot": "String",
+            "table.runtime.typeutils.serializers.python.TimeSerializer$TimeSerializerSnapshot": "java.sql.Time",
+            "api.scala.typeutils.UnitSerializer$UnitSerializerSnapshot": "Unit",
+            "api.scala.typeutils.NothingSerializerSnapshot": "Nothing",
+            "table.api.typeutils.UnitSerializer$UnitSerializerSnapshot": "Unit",
+            "table.api.typeutils.NothingSerializerSnapshot": "Nothing",
+            "graph.drivers.transform.LongValueWithProperHashCode$LongValueWithProperHashCodeSerializer"
+            "$LongValueWithProperHashCodeSerializerSnapshot": "LongValueWithProperHashCode",
+        }
+    )
+    for v in ("Byte", "Char", "Double", "Float", "Int", "Long", "NullValue", "Short", "StringValue"):
+        stem = v if v in ("NullValue", "StringValue") else v + "Value"
+        names[f"graph.types.valuearray.{stem}ArraySerializer${stem}ArraySerializerSnapshot"] = f"{stem}Array"
+    for producer in ("FlinkKafkaProducer", "FlinkKafkaProducer011"):
+        for inner in ("ContextState", "NextTransactionalIdHint", "TransactionState"):
+            names[f"streaming.connectors.kafka.{producer}${inner}Serializer${inner}SerializerSnapshot"] = (
+                f"Kafka{inner}"
+            )
+    return names
+
+
+for _name, _label in _simple_names().items():
+    _register([_name], SnapshotSpec("SIMPLE", _simple, _label, "1.9-2.3"))
+
+_register(
+    [
+        "connector.jdbc.xa.CheckpointAndXidSerializer$CheckpointAndXidSimpleTypeSerializerSnapshot",
+        "connector.jdbc.xa.XaSinkStateSerializer$XaSinkStateSimpleXaTypeSerializerSnapshot",
+        "connector.jdbc.xa.XidSerializer$XidSimpleTypeSerializerSnapshot",
+    ],
+    SnapshotSpec("SIMPLE", _simple_plus_int, None, "1.13-1.16 (JDBC connector in Flink's tree)"),
+)
+
+_register(
+    [
+        "api.java.typeutils.runtime.ValueSerializer$ValueSerializerSnapshot",
+        "api.java.typeutils.runtime.CopyableValueSerializer$CopyableValueSerializerSnapshot",
+        "api.java.typeutils.runtime.WritableSerializer$WritableSerializerSnapshot",
+    ],
+    SnapshotSpec("GENERIC", _generic, None, "1.9-2.3"),
+)
+
+
+def _composite(
+    names: list[str] | tuple[str, ...],
+    roles: Callable[[int], str] | tuple[str, ...] | None = None,
+    outer: OuterReader | None = None,
+    text: str | Callable[[SnapshotNode], str] | None = None,
+    since: str = "1.9-2.3",
+) -> None:
+    _register(names, SnapshotSpec("COMPOSITE", composite(roles, outer), text, since))
+
+
+_composite(["api.common.typeutils.base.ListSerializerSnapshot"], ("element",), text="List")
+_composite(["api.common.typeutils.base.MapSerializerSnapshot"], ("key", "value"), text="Map")
+_composite(["api.common.typeutils.base.SetSerializerSnapshot"], ("element",), text="Set", since="2.1+")
+_composite(
+    ["api.common.typeutils.base.GenericArraySerializerSnapshot"],
+    ("component",),
+    _outer_type_class,
+    lambda n: f"{_nested_text(n)}[]",
+)
+_composite(
+    ["api.common.typeutils.SingleThreadAccessCheckingTypeSerializer$SingleThreadAccessCheckingTypeSerializerSnapshot"],
+    ("original",),
+    text=_nested_text,
+)
+_composite(["api.java.typeutils.runtime.JavaEitherSerializerSnapshot"], ("left", "right"), text="Either")
+_composite(
+    ["api.java.typeutils.runtime.NullableSerializer$NullableSerializerSnapshot"],
+    ("original",),
+    _outer_int("null_padding_length"),
+    text="Nullable",
+)
+_composite(
+    ["api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot"],
+    _field_roles,
+    _outer_versioned_flag("supports_row_kind", 3, 4),
+    text=lambda n: f"Row<{_all_nested(n)}>",
+)
+_composite(["api.java.typeutils.runtime.TupleSerializerSnapshot"], _field_roles, _outer_type_class, _tuple_text)
+for _pkg, _since in (("api.scala.typeutils.", "1.9-1.20 (flink-scala)"), ("table.api.typeutils.", "2.0+")):
+    _composite([_pkg + "ScalaEitherSerializerSnapshot"], ("left", "right"), text="Either", since=_since)
+    _composite([_pkg + "ScalaOptionSerializerSnapshot"], ("element",), text="Option", since=_since)
+    _composite([_pkg + "ScalaTrySerializerSnapshot"], ("element", "throwable"), text="Try", since=_since)
+    _composite([_pkg + "ScalaCaseClassSerializerSnapshot"], _field_roles, _outer_type_class, _tuple_text, _since)
+    _composite([_pkg + "Tuple2CaseClassSerializerSnapshot"], _field_roles, _outer_type_class, _tuple_text, _since)
+    _composite(
+        [_pkg + "TraversableSerializerSnapshot"],
+        ("element",),
+        _outer_utf("cbf_code"),
+        text="Traversable",
+        since=_since,
+    )
+    _register([_pkg + "ScalaEnumSerializerSnapshot"], SnapshotSpec("ENUM", _scala_enum, None, _since))
+_composite(["runtime.state.ArrayListSerializerSnapshot"], ("element",), text="ArrayList")
+_composite(
+    [
+        "runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot",
+        "runtime.state.v2.ttl.TtlStateFactory$TtlSerializerSnapshot",
+    ],
+    ("timestamp", "value"),
+    text=lambda n: f"TTL<{_nested_text(n, 1)}>",
+)
+_composite(["streaming.api.operators.TimerSerializerSnapshot"], ("key", "namespace"), text="Timer")
+_composite(["streaming.api.datastream.CoGroupedStreams$UnionSerializerSnapshot"], ("one", "two"), text="TaggedUnion")
+_composite(
+    [
+        "streaming.api.functions.sink.TwoPhaseCommitSinkFunction$StateSerializerSnapshot",
+        "streaming.api.functions.sink.legacy.TwoPhaseCommitSinkFunction$StateSerializerSnapshot",
+    ],
+    ("transaction", "context"),
+    _outer_versioned_flag("supports_null_transaction", 3, 4),
+    text="TwoPhaseCommitState",
+)
+_composite(
+    ["streaming.api.operators.co.IntervalJoinOperator$BufferEntrySerializerSnapshot"], ("element",), text="BufferEntry"
+)
+_composite(
+    ["streaming.runtime.streamrecord.StreamElementSerializer$StreamElementSerializerSnapshot"],
+    ("element",),
+    text="StreamElement",
+)
+_composite(["cep.nfa.NFA$MigratedNFASerializerSnapshot"], text="MigratedNFA", since="1.9-1.20")
+_composite(
+    ["cep.nfa.NFAStateSerializerSnapshot"],
+    outer=_outer_versioned_flag("supports_previous_timestamp", 2, 2),
+    text="NFAState",
+)
+_composite(["cep.nfa.SharedBuffer$SharedBufferSerializerSnapshot"], text="SharedBuffer", since="1.9-1.20")
+_composite(["cep.nfa.sharedbuffer.LockableTypeSerializerSnapshot"], ("element",), text="Lockable")
+_composite(["cep.nfa.sharedbuffer.NodeId$NodeIdSerializer$NodeIdSerializerSnapshot"], text="NodeId")
+_composite(
+    ["cep.nfa.sharedbuffer.SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot"],
+    text="SharedBufferEdge",
+)
+_composite(
+    [
+        "cep.nfa.sharedbuffer.SharedBufferNode$SharedBufferNodeSerializer$SharedBufferNodeSerializerSnapshot",
+        "cep.nfa.sharedbuffer.SharedBufferNodeSerializerSnapshotV2",
+    ],
+    text="SharedBufferNode",
+)
+_composite(["table.dataview.ListViewSerializerSnapshot"], ("list",), text="ListView")
+_composite(["table.dataview.MapViewSerializerSnapshot"], ("map",), text="MapView")
+_composite(["table.dataview.NullAwareMapSerializerSnapshot"], ("key", "value"), text="NullAwareMap")
+_composite(
+    ["table.runtime.typeutils.BinaryGenericSerializer$BinaryGenericSerializerSnapshot"],
+    ("serializer",),
+    text="BinaryGeneric",
+    since="1.9-1.10",
+)
+_composite(
+    ["table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot"],
+    ("serializer",),
+    text="RawValueData",
+    since="1.11-2.3",
+)
+_composite(
+    ["table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"],
+    ("internal",),
+    _outer_external,
+    text=lambda n: f"External({n.facts.get('data_type')})",
+    since="1.11-2.3",
+)
+_composite(
+    ["table.runtime.typeutils.LinkedListSerializer$LinkedListSerializerSnapshot"],
+    ("element",),
+    _outer_versioned_flag("has_null_mask", 2, 3),
+    text="LinkedList",
+    since="1.13-2.3",
+)
+_composite(
+    ["table.runtime.typeutils.WindowKeySerializer$WindowKeySerializerSnapshot"],
+    ("key", "window"),
+    text="WindowKey",
+    since="1.13-2.3",
+)
+_composite(["table.runtime.types.CRowSerializerSnapshot"], ("row",), text="CRow", since="1.9-1.13 (legacy planner)")
+
+_register([POJO], SnapshotSpec("POJO", _pojo, _pojo_text))
+_register([KRYO], SnapshotSpec("KRYO", _kryo, lambda n: f"Kryo({n.type_class})"))
+_register(["api.common.typeutils.base.EnumSerializer$EnumSerializerSnapshot"], SnapshotSpec("ENUM", _enum, _enum_text))
+_register(
+    [
+        "formats.avro.typeutils.AvroSerializerSnapshot",
+        # 1.7 - 1.20: kept for 1.6 savepoints, a subclass of AvroSerializerSnapshot (same layout)
+        "formats.avro.typeutils.AvroSerializer$AvroSchemaSerializerConfigSnapshot",
+    ],
+    SnapshotSpec("AVRO", _avro, lambda n: f"Avro({n.type_class})"),
+)
+_register(
+    ["runtime.state.ttl.TtlAwareSerializerSnapshot"],
+    SnapshotSpec("WRAPPER", _ttl_aware, lambda n: f"TtlAware<{_nested_text(n)}>", "2.0+"),
+)
+_register(
+    ["api.java.typeutils.runtime.EitherSerializerSnapshot"],
+    SnapshotSpec("COMPOSITE", _either_legacy, "Either", "1.9-1.20 (read only)"),
+)
+_register(
+    ["api.common.typeutils.base.GenericArraySerializerConfigSnapshot"],
+    SnapshotSpec("COMPOSITE", _generic_array_legacy, lambda n: f"{_nested_text(n)}[]", "1.9-1.20 (read only)"),
+)
+_register(
+    [
+        "table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot",
+        "table.runtime.typeutils.BaseRowSerializer$BaseRowSerializerSnapshot",
+        "table.runtime.typeutils.serializers.python.RowDataSerializer$RowDataSerializerSnapshot",
+    ],
+    SnapshotSpec("ROW_DATA", _row_data, _row_data_text),
+)
+_register(
+    [
+        "table.runtime.typeutils.ArrayDataSerializer$ArrayDataSerializerSnapshot",
+        "table.runtime.typeutils.BaseArraySerializer$BaseArraySerializerSnapshot",
+        "table.runtime.typeutils.serializers.python.ArrayDataSerializer$ArrayDataSerializerSnapshot",
+    ],
+    SnapshotSpec(
+        "JAVA_OBJECTS",
+        _java_objects("element_type", "element_serializer"),
+        lambda n: f"ArrayData<{n.facts.get('element_type')}>",
+    ),
+)
+_register(
+    [
+        "table.runtime.typeutils.MapDataSerializer$MapDataSerializerSnapshot",
+        "table.runtime.typeutils.BaseMapSerializer$BaseMapSerializerSnapshot",
+        "table.runtime.typeutils.serializers.python.MapDataSerializer$BaseMapSerializerSnapshot",
+    ],
+    SnapshotSpec(
+        "JAVA_OBJECTS",
+        _java_objects("key_type", "value_type", "key_serializer", "value_serializer"),
+        lambda n: f"MapData<{n.facts.get('key_type')}, {n.facts.get('value_type')}>",
+    ),
+)
+_register(
+    [
+        "table.runtime.typeutils.BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot",
+        "table.runtime.typeutils.BinaryRowSerializer$BinaryRowSerializerSnapshot",
+    ],
+    SnapshotSpec("SQL", _ints("num_fields"), lambda n: f"BinaryRowData({n.facts.get('num_fields')} fields)"),
+)
+_register(
+    [
+        "table.runtime.typeutils.DecimalDataSerializer$DecimalSerializerSnapshot",
+        "table.runtime.typeutils.DecimalSerializer$DecimalSerializerSnapshot",
+        "table.runtime.typeutils.serializers.python.DecimalDataSerializer$DecimalSerializerSnapshot",
+    ],
+    SnapshotSpec(
+        "SQL", _ints("precision", "scale"), lambda n: f"DecimalData({n.facts['precision']}, {n.facts['scale']})"
+    ),
+)
+_register(
+    [
+        "table.runtime.typeutils.TimestampDataSerializer$TimestampDataSerializerSnapshot",
+        "table.runtime.typeutils.serializers.python.TimestampSerializer$TimestampSerializerSnapshot",
+    ],
+    SnapshotSpec("SQL", _ints("precision"), lambda n: f"TimestampData({n.facts['precision']})"),
+)
+_register(
+    ["table.runtime.typeutils.SortedMapSerializerSnapshot"],
+    SnapshotSpec("COMPOSITE", _sorted_map, lambda n: f"SortedMap<{_all_nested(n)}>"),
+)
+_register(
+    ["connector.pulsar.common.schema.PulsarSchemaTypeSerializer$PulsarSchemaTypeSerializerSnapshot"],
+    SnapshotSpec("CONNECTOR", _pulsar, "PulsarSchema", "1.14-1.16 (Pulsar connector in Flink's tree)"),
+)
+# Pre-1.7 TypeSerializerConfigSnapshot classes: Flink 1.9 - 1.16 still read them (Flink <= 1.6
+# wrote them, version ADAPTER_VERSION, with a Java-serialized serializer and an unframed
+# class-specific body); Flink 1.17+ refuses them. Recognised by name so they are reported as
+# such, never stepped over.
+_register(
+    [
+        "api.common.typeutils.CompositeSerializer$ConfigSnapshot",
+        "api.common.typeutils.ParameterlessTypeSerializerConfig",
+        "api.common.typeutils.base.CollectionSerializerConfigSnapshot",
+        "api.common.typeutils.base.EnumSerializer$EnumSerializerConfigSnapshot",
+        "api.common.typeutils.base.MapSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.CopyableValueSerializer$CopyableValueSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.EitherSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.NullableSerializer$NullableSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.PojoSerializer$PojoSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.RowSerializer$RowSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.TupleSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.ValueSerializer$ValueSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.WritableSerializer$WritableSerializerConfigSnapshot",
+        "api.java.typeutils.runtime.kryo.KryoSerializer$KryoSerializerConfigSnapshot",
+        "api.scala.typeutils.EnumValueSerializer$ScalaEnumSerializerConfigSnapshot",
+        "api.scala.typeutils.OptionSerializer$OptionSerializerConfigSnapshot",
+        "api.scala.typeutils.ScalaOptionSerializerConfigSnapshot",
+        "api.scala.typeutils.ScalaTrySerializerConfigSnapshot",
+        "api.scala.typeutils.TraversableSerializerConfigSnapshot",
+        "api.scala.typeutils.TrySerializer$TrySerializerConfigSnapshot",
+        "cep.nfa.NFA$NFASerializerConfigSnapshot",
+        "cep.nfa.SharedBuffer$SharedBufferSerializerConfigSnapshot",
+        "streaming.api.datastream.CoGroupedStreams$UnionSerializerConfigSnapshot",
+        "streaming.api.functions.sink.TwoPhaseCommitSinkFunction$StateSerializerConfigSnapshot",
+        "streaming.api.operators.TimerSerializer$TimerSerializerConfigSnapshot",
+        "streaming.api.operators.co.IntervalJoinOperator$BufferSerializerConfigSnapshot",
+        "streaming.runtime.streamrecord.StreamElementSerializer$StreamElementSerializerConfigSnapshot",
+        "table.runtime.types.CRowSerializer$CRowSerializerConfigSnapshot",
+    ],
+    SnapshotSpec("LEGACY_CONFIG", _legacy_config, None, "read by 1.9-1.16 only"),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+#  Reading with the new job's classes
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserClass:
+    """What the restoring job's class path says about one user class: a POJO's declared field
+    names, or an enum's constants (None when the class is not an enum)."""
+
+    name: str
+    fields: tuple[str, ...] = ()
+    enum_constants: tuple[str, ...] | None = None
+
+
+class ClassResolutionError(Exception):
+    """Flink's own reader fails on these bytes with the restoring job's classes (the snapshot is
+    well-formed; the classes no longer match it). ``java_message`` is Flink's exception text."""
+
+    def __init__(self, java_message: str) -> None:
+        super().__init__(java_message)
+        self.java_message = java_message
+
+
+def to_dict_with_classes(node: SnapshotNode, classes: dict[str, UserClass]) -> dict:
+    """``node.to_dict()`` as Flink reads the same bytes with the restoring job's classes:
+
+    * a POJO field the class no longer declares cannot be resolved (``PojoFieldUtils.readField``
+      fails, the field reader logs and keeps null): its ``serializer`` is None and its name is
+      listed under ``absent_fields``;
+    * an enum constant the enum no longer has makes ``EnumSerializerSnapshot.readSnapshot``
+      throw ``IllegalStateException`` ("Could not create a restore serializer for enum class
+      ... Probably because an enum value was removed."): raised as ClassResolutionError.
+
+    Classes missing from ``classes`` are taken as unchanged."""
+    d = node.to_dict()
+    _resolve(node, d, classes)
+    return d
+
+
+def _resolve(node: SnapshotNode, d: dict, classes: dict[str, UserClass]) -> None:
+    cls = classes.get(node.type_class or "")
+    if node.kind == "ENUM" and cls is not None and cls.enum_constants is not None:
+        missing = [c for c in node.facts.get("enum_constants", []) if c not in cls.enum_constants]
+        if missing:
+            raise ClassResolutionError(
+                f"java.lang.IllegalStateException: Could not create a restore serializer for enum class "
+                f"{node.type_class}. Probably because an enum value was removed."
+            )
+    if node.kind == "POJO":
+        absent = []
+        for f, fd in zip(node.fields, d.get("fields", []), strict=False):
+            if cls is not None and f.name not in cls.fields:
+                absent.append(f.name)
+                fd["serializer"] = None
+            elif f.snapshot is not None and fd.get("serializer") is not None:
+                _resolve(f.snapshot, fd["serializer"], classes)
+        if absent:
+            d["absent_fields"] = absent
+    for (_, child), cd in zip(node.nested, d.get("nested", []), strict=False):
+        _resolve(child, cd, classes)
+
+
+def known_classes() -> list[str]:
+    """Every snapshot class name the registry reads (sorted)."""
+    return sorted(REGISTRY)
