@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name, input_path, manifest, flink = _resolve_fleet(args.fleet)  # before the chdir below
     code = _snapshot_code(TMP / f"code-{stamp}")
-    from pipeline.cli import _overrides
+    from pipeline.options import overrides as _overrides
     from pipeline.settings import load_settings
 
     overrides = _overrides(args.set)

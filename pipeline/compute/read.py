@@ -1,4 +1,4 @@
-"""Step 1: spec files -> one flat record stream (graph, node, edge and error rows).
+"""Spec files -> one row per graph text, spread over the cores; and one graph's text loaded.
 
 Files are listed on the driver (:func:`list_spec_files`) and read as bytes
 (``binaryFile``); decompressing and decoding happen in Python (:func:`_file_texts`), so a
@@ -10,9 +10,10 @@ round-robin over ``spark.sql.shuffle.partitions`` partitions before the per-grap
 one big gzip file (not splittable: one task) is computed on every core, like the same
 graphs in many small files.
 
-Each graph is parsed and checked against SPEC section 1 by :func:`parse_graph` inside a
-``mapInPandas``, where it is read: the rows of a bad graph never leave that step, only
-its one error row does.
+The texts are parsed and checked against SPEC section 1 in the per-graph stage
+(:mod:`pipeline.compute.stage`), by the columnar checks over a whole batch and, for a graph
+they do not accept, by :func:`parse_loaded` (the one-graph checks that name the breach): the
+rows of a bad graph never leave that stage, only its one error row does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import json
 import os
 import re
 import stat
-import traceback
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -35,20 +35,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from pipeline.settings import Limits
-from pipeline.tables.columns import struct
+from udfs.errors import internal_error_message
 from udfs.spec.contract import (
-    EDGE_COLUMNS,
-    ERROR_COLUMNS,
-    GRAPH_COLUMNS,
-    NODE_COLUMNS,
     ContractError,
     ParsedGraph,
     parse_graph,
 )
 
-# graph | node | edge | error rows, each kind with the columns of its stream table
-RECORD_SCHEMA = struct(["graph_id", "source_file"], GRAPH_COLUMNS, NODE_COLUMNS, EDGE_COLUMNS, ERROR_COLUMNS, kind=True)
-_COLUMNS = RECORD_SCHEMA.fieldNames()
 _GRAPH_ID_RE = re.compile(r'"graph_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 SPEC_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
 # The rows :func:`read_texts` hands to the per-graph step: one JSON text (a graph) each, or
@@ -164,30 +157,13 @@ def parse_loaded(obj: Any, text: str, source_file: str) -> ParsedGraph | dict:
     except ContractError as e:
         return _error(_graph_id(obj, text, source_file), source_file, e.code, str(e))
     except Exception:  # a bug in the contract check: this graph only, with the traceback
-        return _error(_graph_id(obj, text, source_file), source_file, "INTERNAL_ERROR", internal_message())
+        return _error(_graph_id(obj, text, source_file), source_file, "INTERNAL_ERROR", internal_error_message())
 
 
 def parse_text(text: str, source_file: str, limits: Limits | None = None) -> ParsedGraph | dict:
     """One graph's JSON text, contract-checked: a :class:`ParsedGraph`, or its error row."""
     obj, error = load_text(text, source_file, limits)
     return error if error is not None else parse_loaded(obj, text, source_file)
-
-
-def internal_message(limit: int = 4000) -> str:
-    """The current exception's traceback as an error message (its last ``limit`` chars)."""
-    text = "internal error, please report it with this graph: " + traceback.format_exc()
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def records_for_text(text: str, source_file: str, limits: Limits | None = None) -> list[dict]:
-    """All records of one graph's JSON text: its rows, or a single error row."""
-    pg = parse_text(text, source_file, limits)
-    if isinstance(pg, dict):
-        return [pg]
-    out = [{"kind": "graph", "source_file": source_file, **pg.graph}]
-    out.extend({"kind": "node", **n} for n in pg.nodes)
-    out.extend({"kind": "edge", **e} for e in pg.edges)
-    return out
 
 
 class _BadGzip(Exception):
@@ -382,32 +358,6 @@ def _read_files(limits: Limits) -> Any:
     return run
 
 
-def _parse_partition(limits: Limits) -> Any:
-    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for batch in batches:
-            rows: list[dict] = []
-            for value, source_file, gid, code, message in zip(
-                batch["value"],
-                batch["source_file"],
-                batch["graph_id"],
-                batch["error_code"],
-                batch["message"],
-                strict=True,
-            ):
-                if code is not None:
-                    rows.append(_error(gid, source_file, code, message))
-                else:
-                    rows.extend(records_for_text(value, source_file, limits))
-            frame = pd.DataFrame(rows, columns=_COLUMNS)
-            order = frame["source_id_order"].astype(object)
-            frame["source_id_order"] = order.where(frame["source_id_order"].notna(), None)
-            for c in ("node_id", "parallelism", "max_parallelism", "edge_idx", "source", "target", "type_number"):
-                frame[c] = frame[c].astype("Int64")
-            yield frame
-
-    return run
-
-
 def _is_local(spark: SparkSession, path: str) -> bool:
     scheme = urlparse(path).scheme
     if scheme == "file":
@@ -506,10 +456,3 @@ def read_texts(spark: SparkSession, path: str, limits: Limits | None = None) -> 
     # Round-robin, so the per-graph step's parallelism does not depend on the file layout
     # (bench/split_fleet.py: one gzip file vs 100).
     return texts.repartition(int(spark.conf.get("spark.sql.shuffle.partitions")))
-
-
-def read_records(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
-    """Parsed records of every graph under ``path`` (a file or a folder)."""
-    limits = limits or Limits.from_settings()
-    texts = read_texts(spark, path, limits)
-    return texts.mapInPandas(_parse_partition(limits), RECORD_SCHEMA).localCheckpoint(eager=True)

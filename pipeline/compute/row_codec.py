@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS, column_type
-from udfs.spec.contract import ERROR_COLUMNS
+from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 # Columns of these types share typed slots (i0, s0, b0, ...), each kind filling them in its
 # column order; a column of any other type keeps its own name. The rows are then as wide as
@@ -252,5 +252,10 @@ FUSED_ROWS = RowCodec(
         ),
         "error": _typed(c for c in ERROR_COLUMNS if c != "graph_id"),
         "timing": _typed(["step", "worker_seconds"], worker_seconds=T.DoubleType()),
+        # the stream tables' rows (what ``ingest`` writes, what ``check-restore`` explains with),
+        # emitted only when asked for: the graphs as the contract checks read them
+        "stream_graph": _typed(c for c in GRAPH_COLUMNS if c != "graph_id"),
+        "stream_node": _typed(c for c in NODE_COLUMNS if c != "graph_id"),
+        "stream_edge": _typed(c for c in EDGE_COLUMNS if c != "graph_id"),
     }
 )

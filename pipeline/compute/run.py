@@ -1,7 +1,8 @@
-"""The whole job: spec texts -> every per-graph step in one Spark stage (:mod:`pipeline.compute.stage`)
--> chains (connected components, the check of every chain) -> Delta. Each stage
-materialises its output (localCheckpoint), so the per-stage times printed as progress, and
-kept in :class:`RunSummary`, are real.
+"""The whole job, as named phases: spec texts -> every per-graph step in one Spark stage
+(:mod:`pipeline.compute.stage`) -> one counting pass -> chains (connected components, the
+check of every chain) -> rejections across graphs -> Delta. Each phase materialises its output
+(localCheckpoint), so the per-phase times printed as progress, and kept in
+:class:`RunSummary`, are real. ``ingest`` runs the same stage for the stream tables alone.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer as delta_sink
-from pipeline.tables import stream_tables
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import STEPS
-from udfs.spec.contract import ERROR_COLUMNS
+from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 T = TypeVar("T")
 
@@ -71,24 +71,47 @@ def _timed(
     return out
 
 
-def load_stream_tables(spark: SparkSession, input_path: str, settings: Settings | None = None) -> StreamTables:
-    """From spec files, or from a folder that ``ingest`` wrote (``settings``: the limits;
-    default conf/pipeline.json)."""
-    if delta_sink.is_delta_folder(spark, input_path):
-        read = lambda t: spark.read.format("delta").load(delta_sink.table_path(input_path, t))  # noqa: E731
-        errors_path = delta_sink.table_path(input_path, "graph_errors")
-        errors = read("graph_errors") if delta_sink.DeltaTable.isDeltaTable(spark, errors_path) else None
-        if errors is None:
-            errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
-        return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
-    records = read_spec.read_records(spark, input_path, read_spec.Limits.from_settings(settings))
-    return validate.reject_duplicate_graph_ids(stream_tables.split_records(records))
+def read_ingested(spark: SparkSession, folder: str) -> StreamTables:
+    """The stream tables of a folder ``ingest`` wrote (its ``graph_errors`` may be absent)."""
+    read = lambda t: spark.read.format("delta").load(delta_sink.table_path(folder, t))  # noqa: E731
+    errors_path = delta_sink.table_path(folder, "graph_errors")
+    if delta_sink.DeltaTable.isDeltaTable(spark, errors_path):
+        errors = read("graph_errors")
+    else:
+        errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
+    return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
 
 
-def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress | None = None) -> RunSummary:
+def stream_tables_of(rows: DataFrame) -> StreamTables:
+    """The stream tables from the per-graph stage's rows when it emitted them (``stream``):
+    the graphs as the contract checks read them, and the error rows."""
+    return StreamTables(
+        graphs=FUSED_ROWS.rows(rows, "stream_graph").select(*GRAPH_COLUMNS),
+        nodes=FUSED_ROWS.rows(rows, "stream_node").select(*NODE_COLUMNS),
+        edges=FUSED_ROWS.rows(rows, "stream_edge").select(*EDGE_COLUMNS),
+        errors=FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS),
+    )
+
+
+def ingest(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    progress: Progress | None = None,
+    settings: Settings | None = None,
+) -> RunSummary:
+    """Spec files -> the stream tables (``stream_graphs``, ``stream_nodes``, ``stream_edges``,
+    ``graph_errors``), read and checked by the same stage as ``compute`` (no JobGraph step)."""
     progress = progress or Progress()
     summary = RunSummary()
-    tables = _timed(summary, progress, "read+validate", lambda: load_stream_tables(spark, input_path).persist(), spark)
+    limits = read_spec.Limits.from_settings(settings)
+
+    def read() -> StreamTables:
+        texts = read_spec.read_texts(spark, input_path, limits)
+        rows = fused.rows_from_texts(texts, limits, emit=frozenset({fused.STREAM}))
+        return validate.reject_duplicate_graph_ids(stream_tables_of(rows.localCheckpoint(eager=True))).persist()
+
+    tables = _timed(summary, progress, "read+validate", read, spark, count_graphs=True)
     run_ids = tables.graphs.select("graph_id").unionByName(tables.errors.select("graph_id")).distinct()
     written = (
         ("stream_graphs", tables.graphs),
@@ -102,7 +125,18 @@ def ingest(spark: SparkSession, input_path: str, output: str, progress: Progress
     summary.graphs_rejected = tables.errors.count()
     summary.graphs_in = summary.graphs_processed + summary.graphs_rejected
     summary.stream_nodes = tables.nodes.count()
+    summary.errors_by_code = _errors_by_code(tables.errors)
     return summary
+
+
+@dataclass
+class ComputeRun:
+    """What one ``compute`` run leaves besides its tables: the summary, and the graphs as the
+    contract checks read them when the caller asked to keep them (``check-restore`` explains
+    and proves its fixes with them, without reading the specs again)."""
+
+    summary: RunSummary
+    stream: StreamTables | None = None
 
 
 def compute(
@@ -113,37 +147,90 @@ def compute(
     progress: Progress | None = None,
 ) -> RunSummary:
     """Every output table for the graphs under ``input_path``: read to JobGraph rows in one
-    Spark stage (:mod:`pipeline.compute.stage`), then connected components over the chainable edges
-    as the check of every chain, then Delta."""
+    Spark stage (:mod:`pipeline.compute.stage`), then connected components over the chainable
+    edges as the check of every chain, then Delta."""
+    return compute_run(spark, input_path, output, settings, progress).summary
+
+
+def compute_run(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    settings: Settings,
+    progress: Progress | None = None,
+    keep_stream: bool = False,
+) -> ComputeRun:
+    """:func:`compute`, keeping the stream tables of the run's graphs when ``keep_stream``."""
     progress = progress or Progress()
     summary = RunSummary()
-
-    # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
-
-    def all_rows() -> DataFrame:
-        if not from_texts:
-            tables = load_stream_tables(spark, input_path)
-            graphs = tables.graphs.count() + tables.errors.count()
-            rows = fused.rows_from_tables(tables, per_graph.bucket_count(graphs))
-        else:
-            limits = read_spec.Limits.from_settings(settings)
-            texts = read_spec.read_texts(spark, input_path, limits)
-            rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph)
-        return rows.localCheckpoint(eager=True)
-
-    rows = _timed(summary, progress, "read+compute", all_rows, spark, count_graphs=from_texts)
+    ingested = None if from_texts else read_ingested(spark, input_path)
+    emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
+    # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
+    rows = _timed(
+        summary,
+        progress,
+        "read+compute",
+        lambda: _stage_rows(spark, input_path, settings, ingested, emit),
+        spark,
+        count_graphs=from_texts,
+    )
     progress.per_graph_rows(rows)
-    kind = F.col("kind")
-    graph_rows = FUSED_ROWS.rows(rows, "graph")
+    counts = _count(spark, rows, summary, progress)
+    roots = _timed(summary, progress, "chains", lambda: _chains(rows, counts, settings, summary), spark)
+    chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(roots, counts), spark)
+    rows, errors, rejected = _rejections(spark, rows, counts, chain_errors, summary)
 
-    # ONE pass over the stage's rows for every count of the run: rows and graphs per kind,
-    # checkpointed per (kind, graph), so the summary, the run's graph ids, the chains step's
-    # graph index, the walk's side of the chain check and the Delta commits' graph counts
-    # come from this small table instead of a scan of all rows each. Besides the three table
-    # writes, the run passes over all rows three times after computing them (this count, the
-    # chains step's input, the error rows), sixteen times before: README, Benchmark,
-    # 2026-11-26 morning.
+    operators = FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS)
+    vertices = fused.vertex_rows(rows)
+    job_edges = FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
+    graphs = None  # with rejected graphs the tables are the counted rows less theirs: counted again
+    if not rejected:
+        summary.job_vertices, summary.job_edges = counts.rows.get("vertex", 0), counts.rows.get("job_edge", 0)
+        graphs = {
+            "operators": counts.graphs.get("operator", 0),
+            "job_vertices": counts.graphs.get("vertex", 0),
+            "job_edges": counts.graphs.get("job_edge", 0),
+        }
+    run_ids = counts.by_graph.where(F.col("kind") == "graph").select("graph_id")
+    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids, graphs)
+    if not keep_stream:
+        stream = None
+    elif ingested is not None:
+        stream = ingested
+    else:
+        stream = stream_tables_of(rows)
+        stream.errors = errors
+    return ComputeRun(summary, stream)
+
+
+def _stage_rows(
+    spark: SparkSession, input_path: str, settings: Settings, ingested: StreamTables | None, emit: frozenset[str]
+) -> DataFrame:
+    """The per-graph stage's rows of every input graph, checkpointed: from spec texts (one
+    ``mapInArrow``), or from an ingested folder's stream tables."""
+    if ingested is not None:
+        graphs = ingested.graphs.count() + ingested.errors.count()
+        rows = fused.rows_from_tables(ingested, per_graph.bucket_count(graphs))
+    else:
+        limits = read_spec.Limits.from_settings(settings)
+        texts = read_spec.read_texts(spark, input_path, limits)
+        rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph, emit)
+    return rows.localCheckpoint(eager=True)
+
+
+@dataclass
+class _Counts:
+    by_graph: DataFrame  # count_per_graph, checkpointed
+    rows: dict[str, int]  # kind -> rows
+    graphs: dict[str, int]  # kind -> graphs with rows of it
+
+
+def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: Progress) -> _Counts:
+    """ONE pass over the stage's rows for every count of the run, checkpointed per (kind,
+    graph): the summary, the run's graph ids, the chains step's graph index, the walk's side
+    of the chain check and the Delta commits' graph counts come from this small table instead
+    of a scan of all rows each."""
     with progress.stage(spark, "summary counts"):
         by_graph = count_per_graph(rows).localCheckpoint(eager=True)
         per_kind = (
@@ -158,13 +245,12 @@ def compute(
             )
             .collect()
         )
-    kind_rows: dict[str, int] = {}
-    kind_graphs: dict[str, int] = {}
+    counts = _Counts(by_graph, {}, {})
     for r in per_kind:
         if r["kind"] == "timing":
             summary.worker_seconds[r["step"]] = round(r["seconds"], 3)
             continue
-        kind_rows[r["kind"]], kind_graphs[r["kind"]] = int(r["n"]), int(r["graphs"])
+        counts.rows[r["kind"]], counts.graphs[r["kind"]] = int(r["n"]), int(r["graphs"])
         if r["kind"] == "graph":  # one row per input graph (a repeated id is counted again, below)
             summary.graphs_in, summary.stream_nodes = int(r["n"]), int(r["nodes"] or 0)
         elif r["kind"] == "stats":
@@ -175,40 +261,49 @@ def compute(
         f"{summary.graphs_in} graphs, {summary.stream_nodes} stream nodes; worker seconds per step: "
         + ", ".join(f"{k} {v:.1f}" for k, v in summary.worker_seconds.items())
     )
+    return counts
 
-    def components() -> DataFrame:
-        edges = chain_inputs(rows).localCheckpoint(eager=True)  # one pass over all rows
-        shortcut = F.col("shortcut")
-        roots, summary.chain_rounds = chains.member_roots(
-            edges.where(~shortcut).select("graph_id", "source", "target"),
-            settings,
-            shortcuts=edges.where(shortcut).select(
-                "graph_id", F.col("source").alias("head"), F.col("target").alias("node_id")
-            ),
-            graph_ids=by_graph.where(kind == "chain_edge").select("graph_id"),
-        )
-        summary.chains_engine = settings.chains.engine
-        return roots.localCheckpoint(eager=True)
 
-    roots = _timed(summary, progress, "chains", components, spark)
+def _chains(rows: DataFrame, counts: _Counts, settings: Settings, summary: RunSummary) -> DataFrame:
+    """Connected components of the chainable edges plus the walk's head shortcuts (GraphFrames)."""
+    edges = chain_inputs(rows).localCheckpoint(eager=True)  # one pass over all rows
+    shortcut = F.col("shortcut")
+    roots, summary.chain_rounds = chains.member_roots(
+        edges.where(~shortcut).select("graph_id", "source", "target"),
+        settings,
+        shortcuts=edges.where(shortcut).select(
+            "graph_id", F.col("source").alias("head"), F.col("target").alias("node_id")
+        ),
+        graph_ids=counts.by_graph.where(F.col("kind") == "chain_edge").select("graph_id"),
+    )
+    summary.chains_engine = settings.chains.engine
+    return roots.localCheckpoint(eager=True)
 
-    def check_chains() -> DataFrame:
-        disagree = chains.walk_disagreements(None, roots, walk_side(by_graph)).localCheckpoint(eager=True)
-        return disagree.select(
-            "graph_id",
-            F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
-            F.format_string(
-                "internal error: the chains of the createChain walk (%d operators below a chain head) "
-                "are not the connected components of the chainable edges (%d nodes below a root); "
-                "please report this graph",
-                "walk_members",
-                "component_members",
-            ).alias("message"),
-        )
 
-    chain_errors = _timed(summary, progress, "chain check", check_chains, spark)
-    run_ids = by_graph.where(kind == "graph").select("graph_id")
-    repeated = kind_rows.get("graph", 0) > kind_graphs.get("graph", 0)  # a graph_id read twice
+def _chain_errors(roots: DataFrame, counts: _Counts) -> DataFrame:
+    """A CHAIN_CHECK_FAILED row for every graph whose walk's chains are not the components."""
+    disagree = chains.walk_disagreements(None, roots, walk_side(counts.by_graph)).localCheckpoint(eager=True)
+    return disagree.select(
+        "graph_id",
+        F.lit("CHAIN_CHECK_FAILED").alias("error_code"),
+        F.format_string(
+            "internal error: the chains of the createChain walk (%d operators below a chain head) "
+            "are not the connected components of the chainable edges (%d nodes below a root); "
+            "please report this graph",
+            "walk_members",
+            "component_members",
+        ).alias("message"),
+    )
+
+
+def _rejections(
+    spark: SparkSession, rows: DataFrame, counts: _Counts, chain_errors: DataFrame, summary: RunSummary
+) -> tuple[DataFrame, DataFrame, list[str]]:
+    """The rows less those of graphs rejected across the run (a graph_id read twice, a chain
+    check that failed), the error rows with theirs, and their ids; the error rows are few and
+    checkpointed, so the graph_errors commit and the counts by code do not read all rows."""
+    graph_rows = FUSED_ROWS.rows(rows, "graph")
+    repeated = counts.rows.get("graph", 0) > counts.graphs.get("graph", 0)  # a graph_id read twice
     if repeated:
         dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
     else:
@@ -216,7 +311,7 @@ def compute(
     errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
-        summary.graphs_in = kind_graphs["graph"]
+        summary.graphs_in = counts.graphs["graph"]
         out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
         rows = rows.join(out, "graph_id", "left_anti")
         chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
@@ -224,23 +319,7 @@ def compute(
         errors = errors.unionByName(
             chain_errors.join(dupes.select("graph_id"), "graph_id", "left_anti").select(*ERROR_COLUMNS)
         )
-    # the error rows are few: checkpointed, the graph_errors commit and the counts by code
-    # read them, not all rows again
-    errors = errors.localCheckpoint(eager=True)
-
-    operators = FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS)
-    vertices = fused.vertex_rows(rows)
-    job_edges = FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
-    graphs = None  # with rejected graphs the tables are the counted rows less theirs: counted again
-    if not rejected:
-        summary.job_vertices, summary.job_edges = kind_rows.get("vertex", 0), kind_rows.get("job_edge", 0)
-        graphs = {
-            "operators": kind_graphs.get("operator", 0),
-            "job_vertices": kind_graphs.get("vertex", 0),
-            "job_edges": kind_graphs.get("job_edge", 0),
-        }
-    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids, graphs)
-    return summary
+    return rows, errors.localCheckpoint(eager=True), rejected
 
 
 def count_per_graph(rows: DataFrame) -> DataFrame:
@@ -336,6 +415,8 @@ def _count_outputs(
     if count_tables:
         summary.job_vertices = vertices.count()
         summary.job_edges = job_edges.count()
-    summary.errors_by_code = {
-        r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()
-    }
+    summary.errors_by_code = _errors_by_code(errors)
+
+
+def _errors_by_code(errors: DataFrame) -> dict[str, int]:
+    return {r["error_code"]: r["n"] for r in errors.groupBy("error_code").agg(F.count("*").alias("n")).collect()}

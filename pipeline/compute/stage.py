@@ -34,20 +34,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.compute.buckets import cogroup_buckets
-from pipeline.compute.read import Limits, internal_message, load_text, parse_loaded
+from pipeline.compute.read import Limits, load_text, parse_loaded
 from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.tables.columns import VERTEX_COLUMNS, column_type
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import (
-    EDGE_INPUT_COLUMNS,
-    NODE_INPUT_COLUMNS,
     BatchRows,
     StepClock,
     compute_batch,
     concat_parts,
 )
+from udfs.errors import internal_error_message
 from udfs.spec.batch import ParsedBatch, parse_batch
-from udfs.spec.contract import ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
+from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 E = TypeVar("E")  # an encoded kind of row: a pandas frame or an Arrow record batch
 
@@ -84,24 +83,28 @@ def _batches(rows: BatchRows, clock: StepClock) -> list[pa.RecordBatch]:
 
 
 def _batch_frames(
-    parsed: list, columns: ParsedBatch | None = None, files: list[str] | None = None
+    parsed: list, columns: ParsedBatch | None = None, files: list[str] | None = None, clock: StepClock | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Stream-table frames of a batch: the graphs parsed one by one (``parsed``, pairs of a
     ParsedGraph and its file) and those the columnar checks accepted (``columns``, with
     ``files``), built column by column (a frame from a list of row dicts costs several times
     more)."""
+    t = time.perf_counter()
     graph_rows = [{**pg.graph, "source_file": source_file} for pg, source_file in parsed]
     node_rows = list(chain.from_iterable(pg.nodes for pg, _ in parsed))
     edge_rows = list(chain.from_iterable(pg.edges for pg, _ in parsed))
-    nodes = {c: [n[c] for n in node_rows] for c in NODE_INPUT_COLUMNS}
-    edges = {c: [e[c] for e in edge_rows] for c in EDGE_INPUT_COLUMNS}
+    nodes = {c: [n[c] for n in node_rows] for c in NODE_COLUMNS}
+    edges = {c: [e[c] for e in edge_rows] for c in EDGE_COLUMNS}
     if columns is not None:
         graph_rows += [{**g, "source_file": f} for g, f in zip(columns.graphs, files or [], strict=True)]
-        for c in NODE_INPUT_COLUMNS:
+        for c in NODE_COLUMNS:
             nodes[c] += columns.nodes[c]
-        for c in EDGE_INPUT_COLUMNS:
+        for c in EDGE_COLUMNS:
             edges[c] += columns.edges[c]
-    return pd.DataFrame(graph_rows), _typed_frame(nodes), _typed_frame(edges)
+    frames = pd.DataFrame(graph_rows, columns=GRAPH_COLUMNS), _typed_frame(nodes), _typed_frame(edges)
+    if clock is not None:
+        clock.add("parse+validate", t)  # the parsed rows as the batch's columns
+    return frames
 
 
 _NUMPY_TYPES = {T.IntegerType(): np.int64, T.BooleanType(): bool}
@@ -116,15 +119,22 @@ def _typed_frame(columns: dict[str, list]) -> pd.DataFrame:
     )
 
 
-def _from_texts(limits: Limits, raise_in_graph: str | None) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
+JOBGRAPH, STREAM = "jobgraph", "stream"
+
+
+def _from_texts(
+    limits: Limits, raise_in_graph: str | None, emit: frozenset[str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph))
+            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph, emit))
 
     return run
 
 
-def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None) -> tuple[BatchRows, StepClock]:
+def _batch_rows(
+    batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None, emit: frozenset[str] = frozenset({JOBGRAPH})
+) -> tuple[BatchRows, StepClock]:
     """Every row of one Arrow batch of texts. A graph_id seen twice in the batch is not
     computed: each copy gets only its ``graph`` row, and the driver's duplicate check
     (:func:`pipeline.compute.duplicates.duplicate_id_errors`, over all batches) rejects the id, as
@@ -175,7 +185,7 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
     if not all(keep):
         columns, files = columns.select(keep), [f for f, k in zip(files, keep, strict=True) if k]
     clock.add("parse+validate", t)
-    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph) if parsed or columns.graphs else {}
+    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph, emit) if parsed or columns.graphs else {}
     for err in errors:
         rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
         rows.setdefault("graph", []).append(
@@ -188,23 +198,28 @@ def _batch_rows(batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None)
 
 
 def _compute_isolated(
-    parsed: list, columns: ParsedBatch, files: list[str], clock: StepClock, raise_in_graph: str | None
+    parsed: list,
+    columns: ParsedBatch,
+    files: list[str],
+    clock: StepClock,
+    raise_in_graph: str | None,
+    emit: frozenset[str] = frozenset({JOBGRAPH}),
 ) -> BatchRows:
-    """:func:`compute_batch` over the batch; should its batch-wide part raise (a bug), each
-    graph again on its own, so the one that raises gets an INTERNAL_ERROR row with its
-    traceback and the others of the batch are still written. (compute_batch itself turns
-    an exception inside one graph's steps into that graph's INTERNAL_ERROR row.)"""
+    """The batch's rows of the kinds ``emit`` asks for: the JobGraph rows of
+    :func:`compute_batch` (``jobgraph``) and the stream tables' rows (``stream``).
+
+    Should the batch-wide work raise (a bug), each graph is done again on its own, so the one
+    that raises gets an INTERNAL_ERROR row with its traceback and the others of the batch are
+    still written. (compute_batch itself turns an exception inside one graph's steps into that
+    graph's INTERNAL_ERROR row.)"""
     try:
-        t = time.perf_counter()
-        frames = _batch_frames(parsed, columns, files)
-        clock.add("parse+validate", t)  # the parsed rows as the batch's columns
-        return compute_batch(*frames, clock, raise_in_graph=raise_in_graph)
+        return _rows(_batch_frames(parsed, columns, files, clock), clock, raise_in_graph, emit)
     except Exception:
         pass
     out: BatchRows = {}
     for pg, source_file in parsed + list(zip(columns.parsed_graphs(), files, strict=True)):
         try:
-            rows = compute_batch(*_batch_frames([(pg, source_file)]), clock, raise_in_graph=raise_in_graph)
+            rows = _rows(_batch_frames([(pg, source_file)]), clock, raise_in_graph, emit)
         except Exception:
             gid = pg.graph["graph_id"]
             rows = {
@@ -213,7 +228,7 @@ def _compute_isolated(
                     {
                         "graph_id": [gid],
                         "error_code": ["INTERNAL_ERROR"],
-                        "message": [internal_message()],
+                        "message": [internal_error_message()],
                         "source_file": [source_file],
                     }
                 ],
@@ -223,13 +238,46 @@ def _compute_isolated(
     return out
 
 
-def rows_from_texts(texts: DataFrame, limits: Limits | None = None, raise_in_graph: str | None = None) -> DataFrame:
-    """All rows from :data:`read_spec.TEXT_SCHEMA` rows (:func:`read_spec.read_texts`).
+def _rows(
+    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+    clock: StepClock,
+    raise_in_graph: str | None,
+    emit: frozenset[str],
+) -> BatchRows:
+    out: BatchRows = _stream_rows(*frames) if STREAM in emit else {}
+    if JOBGRAPH in emit:
+        for kind, parts in compute_batch(*frames, clock, raise_in_graph=raise_in_graph).items():
+            out.setdefault(kind, []).extend(parts)
+    else:  # the graph rows compute_batch would have made: id, file, node count
+        graphs, nodes, _ = frames
+        counts = nodes.groupby("graph_id", sort=False).size().reindex(graphs["graph_id"], fill_value=0)
+        out["graph"] = [{"graph_id": graphs["graph_id"].tolist(), "source_file": graphs["source_file"].tolist(),
+                         "node_count": counts.to_numpy()}]  # fmt: skip
+    return out
+
+
+def _stream_rows(graphs: pd.DataFrame, nodes: pd.DataFrame, edges: pd.DataFrame) -> BatchRows:
+    """The stream tables' rows of the batch's accepted graphs, as the contract checks read them."""
+    return {
+        "stream_graph": [{c: graphs[c].tolist() for c in GRAPH_COLUMNS}],
+        "stream_node": [{c: nodes[c].to_numpy() for c in NODE_COLUMNS}],
+        "stream_edge": [{c: edges[c].to_numpy() for c in EDGE_COLUMNS}],
+    }
+
+
+def rows_from_texts(
+    texts: DataFrame,
+    limits: Limits | None = None,
+    raise_in_graph: str | None = None,
+    emit: frozenset[str] = frozenset({JOBGRAPH}),
+) -> DataFrame:
+    """All rows from :data:`read_spec.TEXT_SCHEMA` rows (:func:`read_spec.read_texts`): the
+    JobGraph rows (``emit`` holds ``jobgraph``), the stream tables' rows (``stream``), or both.
 
     ``raise_in_graph`` is a test hook (setting ``testing.raise_in_graph``, never in
     conf/pipeline.json): the per-graph code raises a RuntimeError for the graph of that id,
     to show that an unexpected exception costs that graph only (tests/test_bad_input.py)."""
-    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph), FUSED_SCHEMA)
+    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph, emit), FUSED_SCHEMA)
 
 
 def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:
