@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from udfs.flink.profiles import PROFILE_DIR
 from udfs.restore import rules as rr
 
 PLACEHOLDER = "<savepoint>"
@@ -33,10 +32,10 @@ ASPECTS = ("verdict", "failure", "operator_id", "message")
 
 
 def restore_profile(version: str) -> rr.RestoreProfile:
-    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
-    if "restore" not in raw:
+    prof = rr.RestoreProfile.for_line(version)
+    if prof is None:
         raise KeyError(f"profile {version} has no restore rules")
-    return rr.RestoreProfile.from_dict(raw["restore"])
+    return prof
 
 
 def read_cases(path: str | Path) -> list[dict[str, Any]]:

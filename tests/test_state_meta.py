@@ -31,6 +31,7 @@ import pytest
 
 from udfs.savepoint.binary import Reader, StateMetaError
 from udfs.savepoint.java_objects import read_object_stream
+from udfs.savepoint.metadata import StateStream, StreamRef, parse_metadata
 from udfs.savepoint.serializer_snapshots import (
     ADAPTER_VERSION,
     REGISTRY,
@@ -46,7 +47,6 @@ from udfs.savepoint.state_meta import (
     read_keyed_proxy,
     read_operator_proxy,
 )
-from udfs.savepoint.metadata import StateStream, StreamRef, parse_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT.parent / "shared" / "vectors"

@@ -34,57 +34,56 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipeline.tables.columns import column_type
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
 
-SAVEPOINT_OPERATORS_SCHEMA = T.StructType(
-    [
-        T.StructField("savepoint", T.StringType(), False),  # as given
-        T.StructField("metadata_path", T.StringType(), False),  # the _metadata file read (URI)
-        T.StructField("format_version", T.IntegerType(), False),
-        T.StructField("checkpoint_id", T.LongType(), False),
-        T.StructField("operator_index", T.IntegerType(), False),  # file order, the order Flink walks
-        T.StructField("operator_id", T.StringType(), False),  # 32 lowercase hex, as Flink prints it
-        T.StructField("parallelism", T.IntegerType(), False),
-        T.StructField("max_parallelism", T.IntegerType(), False),
-        T.StructField("has_state", T.BooleanType(), False),  # coordinator state or any subtask handle
-        T.StructField("state_size", T.LongType(), False),  # OperatorState.getStateSize()
-        T.StructField("operator_name", T.StringType(), True),  # format 5+ only
-        T.StructField("operator_uid", T.StringType(), True),  # format 5+ only
-        T.StructField("subtask_count", T.IntegerType(), False),
-        T.StructField("fully_finished", T.BooleanType(), False),
-        T.StructField("finished_subtasks", T.IntegerType(), False),
-        T.StructField("has_coordinator_state", T.BooleanType(), False),
-        T.StructField("has_subtask_state", T.BooleanType(), False),
-        T.StructField("handle_types", T.ArrayType(T.StringType(), False), False),
-    ]
-)
 
-SAVEPOINT_ERRORS_SCHEMA = T.StructType(
-    [
-        T.StructField("savepoint", T.StringType(), False),  # as given
-        T.StructField("metadata_path", T.StringType(), True),  # null when no file could be found
-        T.StructField("error", T.StringType(), False),  # message, with "(at byte N)" for parse errors
-        T.StructField("error_offset", T.LongType(), True),  # byte offset where reading stopped
-    ]
-)
+def _schema(*fields: tuple[str, bool]) -> T.StructType:
+    """(column, nullable) pairs, each column of its one type (pipeline/tables/columns.py)."""
+    return T.StructType([T.StructField(name, column_type(name), nullable) for name, nullable in fields])
 
-SAVEPOINTS_SCHEMA = T.StructType(
-    [
-        T.StructField("savepoint", T.StringType(), False),
-        T.StructField("metadata_path", T.StringType(), True),
-        T.StructField("ok", T.BooleanType(), False),
-        T.StructField("format_version", T.IntegerType(), True),
-        T.StructField("checkpoint_id", T.LongType(), True),
-        T.StructField("operator_count", T.IntegerType(), True),
-        T.StructField("master_state_count", T.IntegerType(), True),
-        T.StructField("metadata_bytes", T.LongType(), True),
-        T.StructField("trailer_bytes", T.LongType(), True),  # V4+: serialized CheckpointProperties
-        T.StructField("unparsed_bytes", T.LongType(), True),  # after body (V2/V3) or trailer (V4+)
-        T.StructField("snapshot_type", T.StringType(), True),  # 'Savepoint', 'Checkpoint', ... (V4+)
-        T.StructField("savepoint_format", T.StringType(), True),  # CANONICAL / NATIVE (V4+ savepoints)
-        T.StructField("error", T.StringType(), True),
-        T.StructField("error_offset", T.LongType(), True),
-    ]
+
+SAVEPOINT_OPERATORS_SCHEMA = _schema(
+    ("savepoint", False),  # as given
+    ("metadata_path", False),  # the _metadata file read (URI)
+    ("format_version", False),
+    ("checkpoint_id", False),
+    ("operator_index", False),  # file order, the order Flink walks
+    ("operator_id", False),  # 32 lowercase hex, as Flink prints it
+    ("parallelism", False),
+    ("max_parallelism", False),
+    ("has_state", False),  # coordinator state or any subtask handle
+    ("state_size", False),  # OperatorState.getStateSize()
+    ("operator_name", True),  # format 5+ only
+    ("operator_uid", True),  # format 5+ only
+    ("subtask_count", False),
+    ("fully_finished", False),
+    ("finished_subtasks", False),
+    ("has_coordinator_state", False),
+    ("has_subtask_state", False),
+    ("handle_types", False),
+)
+SAVEPOINT_ERRORS_SCHEMA = _schema(
+    ("savepoint", False),  # as given
+    ("metadata_path", True),  # null when no file could be found
+    ("error", False),  # message, with "(at byte N)" for parse errors
+    ("error_offset", True),  # byte offset where reading stopped
+)
+SAVEPOINTS_SCHEMA = _schema(
+    ("savepoint", False),
+    ("metadata_path", True),
+    ("ok", False),
+    ("format_version", True),
+    ("checkpoint_id", True),
+    ("operator_count", True),
+    ("master_state_count", True),
+    ("metadata_bytes", True),
+    ("trailer_bytes", True),  # V4+: serialized CheckpointProperties
+    ("unparsed_bytes", True),  # after body (V2/V3) or trailer (V4+)
+    ("snapshot_type", True),  # 'Savepoint', 'Checkpoint', ... (V4+)
+    ("savepoint_format", True),  # CANONICAL / NATIVE (V4+ savepoints)
+    ("error", True),
+    ("error_offset", True),
 )
 
 _KIND = T.StructField("kind", T.StringType(), False)  # operator | savepoint

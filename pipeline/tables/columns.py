@@ -57,6 +57,64 @@ JOB_EDGE_COLUMNS = [
     "exchange_mode",
 ]
 
+# The restore tables (SPEC section 5 and what the check adds); every row starts with CHECK_KEY.
+CHECK_KEY = ["check_id", "savepoint", "graph_id"]
+RESTORE_CHECKS_COLUMNS = [*CHECK_KEY, "verdict", "failure", "operator_id", "message", "dropped_operator_ids"]
+MATCHES_COLUMNS = [
+    *CHECK_KEY,
+    "operator_index",
+    "operator_id",
+    "has_state",
+    "state_size",
+    "saved_max_parallelism",
+    "status",  # MATCHED | DROPPED_EMPTY | SKIPPED | LOST | MATCHED_NOT_ASSIGNED | NOT_REACHED
+    "matched_via",  # generated | user_defined
+    "jobvertex_id",
+    "node_id",
+    "name",
+    "uid",
+]
+FIXES_COLUMNS = [
+    *CHECK_KEY,
+    "operator_id",  # the saved operator (or the vertex) it is about
+    "old_node_id",
+    "old_name",
+    "old_uid",
+    "counterpart_node_id",
+    "counterpart_name",
+    "counterpart_uid",
+    "counterpart_operator_id",
+    "reasons",
+    "fix_code",
+    "patch_node_id",
+    "patch_field",
+    "patch_value",
+    "proof_round",  # the round that proposed it (1 = from the graph as given)
+    "verified",  # the graph with all of the check's fixes restores
+    "verified_verdict",
+    "verified_failure",
+]
+SAVEPOINT_OPERATORS_COLUMNS = [  # SPEC section 5, then what the reader adds
+    "savepoint",
+    "format_version",
+    "checkpoint_id",
+    "operator_id",
+    "parallelism",
+    "max_parallelism",
+    "has_state",
+    "state_size",
+    "operator_name",
+    "operator_uid",
+    "operator_index",
+    "metadata_path",
+    "subtask_count",
+    "fully_finished",
+    "finished_subtasks",
+    "has_coordinator_state",
+    "has_subtask_state",
+    "handle_types",
+]
+
 _INT_COLUMNS = (
     "node_id",
     "parallelism",
@@ -73,7 +131,19 @@ _INT_COLUMNS = (
     "source_node_id",
     "target_node_id",
     "input_index",
+    "operator_index",
+    "saved_max_parallelism",
+    "proof_round",
+    "old_node_id",
+    "counterpart_node_id",
+    "patch_node_id",
+    "format_version",
+    "subtask_count",
+    "finished_subtasks",
+    "operator_count",
+    "master_state_count",
 )
+_LONG_COLUMNS = ("state_size", "checkpoint_id", "metadata_bytes", "trailer_bytes", "unparsed_bytes", "error_offset")
 _BOOL_COLUMNS = (
     "chaining_enabled",
     "chain_operators_with_different_max_parallelism",
@@ -86,11 +156,21 @@ _BOOL_COLUMNS = (
     "is_chain_head",
     "is_chain_end",
     "in_vertex_operator_ids",
+    "has_state",
+    "verified",
+    "fully_finished",
+    "has_coordinator_state",
+    "has_subtask_state",
+    "allow_non_restored_state",
+    "ok",
 )
 _ARRAY_COLUMNS = {
     "source_id_order": T.ArrayType(T.IntegerType()),
     "operator_ids": T.ArrayType(T.StringType()),
     "user_operator_ids": T.ArrayType(T.StringType()),
+    "dropped_operator_ids": T.ArrayType(T.StringType()),
+    "reasons": T.ArrayType(T.StringType()),
+    "handle_types": T.ArrayType(T.StringType()),
 }
 
 
@@ -98,6 +178,8 @@ def column_type(name: str) -> T.DataType:
     """The Spark type of a column of that name in any table (strings unless listed)."""
     if name in _INT_COLUMNS:
         return T.IntegerType()
+    if name in _LONG_COLUMNS:
+        return T.LongType()
     if name in _BOOL_COLUMNS:
         return T.BooleanType()
     return _ARRAY_COLUMNS.get(name, T.StringType())

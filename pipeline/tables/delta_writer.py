@@ -96,6 +96,20 @@ class RunCommit:
     tables: dict[str, TableCommit] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TableWrite:
+    """One table of a run: its rows, the key column a run replaces rows by (``graph_id`` for
+    the graph tables, ``check_id`` / ``savepoint`` for the restore tables), and the key values
+    the run owns in it (None: the run's ids). Rows of an owned key that the run no longer has
+    are deleted, as a graph that now fails leaves ``job_vertices``."""
+
+    name: str
+    rows: DataFrame
+    key: str = "graph_id"
+    ids: DataFrame | None = None
+    key_count: int | None = None  # keys with rows, when the caller knows it (no scan to count them)
+
+
 def new_run_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
 
@@ -103,18 +117,24 @@ def new_run_id() -> str:
 def write_run(
     spark: SparkSession,
     output: str,
-    tables: Sequence[tuple[str, DataFrame]],
+    tables: Sequence[TableWrite | tuple[str, DataFrame]],
     run_ids: DataFrame,
     run_id: str | None = None,
     say: Callable[[str], None] | None = None,
     graph_counts: Mapping[str, int] | None = None,
 ) -> RunCommit:
-    """Replace the run's graphs in every table (from threads: each write has driver-side
+    """Replace the run's keys in every table (from threads: each write has driver-side
     phases during which the others keep the cores busy), then publish the run.
 
-    ``graph_counts``: per table, the number of graphs its rows hold, when the caller knows it
-    (the pipeline counts every kind of row in one pass): a table created by this run then
-    records it without a scan of its rows to count them."""
+    ``run_ids``: one column, the ids the run is about (its graph ids; a restore check's check
+    ids), recorded in ``runs``; a table given as ``(name, rows)`` is keyed by ``graph_id`` and
+    owns them. ``graph_counts``: per table, the number of keys its rows hold, when the caller
+    knows it (the pipeline counts every kind of row in one pass): a table created by this run
+    then records it without a scan of its rows to count them."""
+    writes = [
+        w if isinstance(w, TableWrite) else TableWrite(w[0], w[1], key_count=(graph_counts or {}).get(w[0]))
+        for w in tables
+    ]
     ids = sorted(r[0] for r in run_ids.collect())
     run_id = run_id or run_id_for(ids)
     tag = RUN_TAG_PREFIX + run_id
@@ -124,12 +144,21 @@ def write_run(
     if say:
         say(f"delta write: run {run_id.split('~')[0]} starts, {len(ids)} graphs")
     try:
-        with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+        with ThreadPoolExecutor(max_workers=len(writes)) as pool:
             futures = {
-                name: pool.submit(
-                    _replace_with_retry, spark, output, name, df, run_ids, tag, say, (graph_counts or {}).get(name)
+                w.name: pool.submit(
+                    _replace_with_retry,
+                    spark,
+                    output,
+                    w.name,
+                    w.rows,
+                    w.ids if w.ids is not None else run_ids,
+                    tag,
+                    say,
+                    w.key_count,
+                    w.key,
                 )
-                for name, df in tables
+                for w in writes
             }
             for name, fut in futures.items():
                 commit.tables[name] = fut.result()  # re-raises the first failure; nothing is published
@@ -161,10 +190,11 @@ def _replace_with_retry(
     tag: str | None,
     say: Callable[[str], None] | None,
     graph_count: int | None = None,
+    key: str = "graph_id",
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag, graph_count)
+            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag, graph_count, key)
             return TableCommit(version, rewritten, attempt)
         except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
@@ -178,7 +208,13 @@ def _replace_with_retry(
 
 
 def _replace_once(
-    spark: SparkSession, path: str, rows: DataFrame, run_ids: DataFrame, tag: str | None, graph_count: int | None = None
+    spark: SparkSession,
+    path: str,
+    rows: DataFrame,
+    run_ids: DataFrame,
+    tag: str | None,
+    graph_count: int | None = None,
+    key: str = "graph_id",
 ) -> tuple[int, int]:
     # One file per core, not one per input partition: the fused executor's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
@@ -205,26 +241,26 @@ def _replace_once(
             raise _CreatedConcurrently(str(e)) from e
         # The write created the table: its commit is version 0 (a concurrent creation fails
         # it, above), whatever other runs committed since.
-        return 0, graph_count if graph_count is not None else rows.select("graph_id").distinct().count()
+        return 0, graph_count if graph_count is not None else rows.select(key).distinct().count()
 
     table = DeltaTable.forPath(spark, path)
     read_version = int(table.history(1).first()["version"])
     current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
     columns = current.columns
     rows = rows.select(*columns)
-    changed = _changed_graphs(rows, current, run_ids).localCheckpoint(eager=True)
+    changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
     n_changed = changed.count()
     if n_changed == 0:
-        return read_version, 0  # this version already holds the run's rows for its graphs
+        return read_version, 0  # this version already holds the run's rows for its keys
     types = dict(current.dtypes)
     markers = changed.select(
-        *[F.col(c) if c == "graph_id" else F.lit(None).cast(types[c]).alias(c) for c in columns],
+        *[F.col(c) if c == key else F.lit(None).cast(types[c]).alias(c) for c in columns],
         F.lit("D").alias(_OP),
     )
-    source = rows.join(changed, "graph_id", "left_semi").select(*columns, F.lit("I").alias(_OP))
+    source = rows.join(changed, key, "left_semi").select(*columns, F.lit("I").alias(_OP))
     (
         table.alias("t")
-        .merge(source.unionByName(markers).alias("s"), f"t.graph_id = s.graph_id AND s.{_OP} = 'D'")
+        .merge(source.unionByName(markers).alias("s"), f"t.`{key}` = s.`{key}` AND s.{_OP} = 'D'")
         .whenMatchedDelete()
         .whenNotMatchedInsert(condition=f"s.{_OP} = 'I'", values={c: f"s.`{c}`" for c in columns})
         .execute()
@@ -243,29 +279,29 @@ class _CreatedConcurrently(DeltaConcurrentModificationException):
         return self.desc
 
 
-def _fingerprints(df: DataFrame) -> DataFrame:
-    """Per graph: row count and two sums of row hashes over a JSON rendering of the whole row
+def _fingerprints(df: DataFrame, key: str = "graph_id") -> DataFrame:
+    """Per key: row count and two sums of row hashes over a JSON rendering of the whole row
     (JSON keeps null positions apart, which a hash over the columns alone would not)."""
     text = F.to_json(F.struct(*[F.col(c) for c in df.columns]))
-    return df.groupBy("graph_id").agg(
+    return df.groupBy(key).agg(
         F.count(F.lit(1)).alias("n"),
         F.sum(F.xxhash64(text).cast("decimal(38,0)")).alias("h1"),
         F.sum(F.hash(text).cast("decimal(38,0)")).alias("h2"),
     )
 
 
-def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame) -> DataFrame:
-    """The run's graph_ids whose rows in the table are not exactly the run's rows."""
-    ids = F.broadcast(run_ids.select("graph_id").distinct())
-    new = _fingerprints(rows).alias("a")
-    old = _fingerprints(current.join(ids, "graph_id", "left_semi")).alias("b")
+def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame, key: str = "graph_id") -> DataFrame:
+    """The run's keys (graph ids) whose rows in the table are not exactly the run's rows."""
+    ids = F.broadcast(run_ids.select(F.col(run_ids.columns[0]).alias(key)).distinct())
+    new = _fingerprints(rows, key).alias("a")
+    old = _fingerprints(current.join(ids, key, "left_semi"), key).alias("b")
     same = (
         F.col("a.n").eqNullSafe(F.col("b.n"))
         & F.col("a.h1").eqNullSafe(F.col("b.h1"))
         & F.col("a.h2").eqNullSafe(F.col("b.h2"))
     )
-    joined = new.join(old, F.col("a.graph_id") == F.col("b.graph_id"), "full_outer")
-    return joined.where(~same).select(F.coalesce(F.col("a.graph_id"), F.col("b.graph_id")).alias("graph_id"))
+    joined = new.join(old, F.col(f"a.{key}") == F.col(f"b.{key}"), "full_outer")
+    return joined.where(~same).select(F.coalesce(F.col(f"a.{key}"), F.col(f"b.{key}")).alias(key))
 
 
 def _own_version(spark: SparkSession, path: str, tag: str | None) -> int:

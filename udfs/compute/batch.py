@@ -18,13 +18,13 @@ them into one frame of its output schema.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Iterable
 from itertools import chain
 
 import numpy as np
 import pandas as pd
 
+from udfs.errors import internal_error_message
 from udfs.flink.chainability import NODE_RULE_ATTRS, evaluate_edge_rules
 from udfs.flink.graph_arrays import BatchGraph, Columns, GraphArrays
 from udfs.flink.hashing import BatchHashes, hash_batch
@@ -167,7 +167,7 @@ def compute_batch(
         except Exception:
             if not isolate:
                 raise
-            failed[i] = ("INTERNAL_ERROR", _traceback_message())
+            failed[i] = ("INTERNAL_ERROR", internal_error_message())
     layout = BatchLayout(ncols, ecols, up, down, node_start, node_end, edge_start, edge_end)
     rows, rejected = job_graph_rows(records, layout, walked)
     failed.update((i, ("FLINK_REJECTED", message)) for i, message in rejected.items())
@@ -234,12 +234,6 @@ def _source_files(graphs: pd.DataFrame) -> np.ndarray:
     if "source_file" in graphs:
         return graphs["source_file"].to_numpy(dtype=object)
     return np.full(len(graphs), None, dtype=object)
-
-
-def _traceback_message(limit: int = 4000) -> str:
-    """The current exception's traceback as an error message (its last ``limit`` chars)."""
-    text = "internal error, please report it with this graph: " + traceback.format_exc()
-    return text if len(text) <= limit else "..." + text[-limit:]
 
 
 def concat_parts(parts: Iterable[Columns]) -> Columns:

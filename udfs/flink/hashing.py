@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from udfs.errors import CodedError
 from udfs.flink.graph_arrays import BatchGraph
 from udfs.flink.murmur3 import HASH_BYTES, fold_inputs, generated_base_hashes, uid_hashes
-from udfs.errors import CodedError
 
 
 class HashingError(CodedError):

@@ -64,11 +64,17 @@ class Profile:
 
 
 @cache
-def load_profile(version: str) -> Profile:
+def _raw(version: str) -> dict[str, Any]:
+    """The one read of ``conf/profiles/<version>.json``; every section below comes from it."""
     path = PROFILE_DIR / f"{version}.json"
     if not path.exists():
         raise KeyError(version)
-    raw = json.loads(path.read_text())
+    return json.loads(path.read_text())
+
+
+@cache
+def load_profile(version: str) -> Profile:
+    raw = _raw(version)
     c = raw["chain"]
     rules = ChainRules(
         upstream_strategies=tuple(c["upstream_strategies"]),
@@ -110,8 +116,16 @@ def newest_version() -> str:
     return supported_versions()[-1]
 
 
-@cache
 def batch_rules(version: str) -> dict[str, Any]:
     """The ``batch`` section of a version's profile (conf/profiles/<line>.json)."""
-    raw = json.loads((PROFILE_DIR / f"{version}.json").read_text())
-    return dict(raw.get("batch", {}))
+    return dict(_raw(version).get("batch", {}))
+
+
+def restore_rules(version: str) -> dict[str, Any] | None:
+    """The ``restore`` section of a version's profile (what :mod:`udfs.restore.rules` needs to
+    decide a restore on that line), or None for a line without restore rules."""
+    try:
+        raw = _raw(version)
+    except KeyError:
+        return None
+    return dict(raw["restore"]) if "restore" in raw else None

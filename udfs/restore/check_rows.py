@@ -1,26 +1,36 @@
 """One restore check, from the rows Spark groups for it to the rows of the three result tables.
 
 The Spark side (``pipeline/restore/check.py``) hands each check its rows as (kind, JSON
-payload) pairs: the check itself, the savepoint's operators, the new graph's job vertices,
-operators, nodes and edges, and the same for the job version that took the savepoint when
-the manifest names it. This module decides (``restore_rules``), explains and proposes fixes
-(``restore_fix``), and returns (table, JSON row) pairs. No Spark here.
+payload) pairs: the check itself, the savepoint's operators, the new graph's job vertices and
+operators, its stream rows (graph, nodes, edges: the graph as the contract checks read it),
+and the same for the job version that took the savepoint when the manifest names it. This
+module decides (:mod:`udfs.restore.rules`), explains and proposes fixes
+(:mod:`udfs.restore.fixes`), proves the fixes by computing the patched graph with the
+pipeline's own per-graph code (:func:`udfs.compute.one_graph.compute_one`) and deciding again,
+and returns (table, JSON row) pairs. No Spark here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from udfs.compute.one_graph import compute_one
+from udfs.errors import CodedError
 from udfs.restore import fixes as rf
 from udfs.restore import rules as rr
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy"]
+OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id"]
+VERTEX_FIELDS = ["jobvertex_id", "parallelism", "max_parallelism", "operator_ids", "user_operator_ids", "vertex_order"]
 # The columns every result row starts with, whichever table it belongs to.
 CHECK_KEY = ("check_id", "savepoint", "graph_id")
+# A fix can uncover the next problem: the patched graph is decided again, up to this many rounds.
+PROOF_ROUNDS = 3
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
@@ -30,10 +40,11 @@ def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
 def _view(items: dict[str, list[dict]], prefix: str, chaining_enabled: bool) -> rf.GraphView | None:
     if not items.get(prefix + "op"):
         return None
+    edges = sorted(items.get(prefix + "edge", []), key=lambda e: e.get("edge_idx", 0))
     return rf.graph_view(
         _frame(items.get(prefix + "node", []), NODE_FIELDS),
-        _frame(items.get(prefix + "edge", []), ["source", "target"]),
-        _frame(items[prefix + "op"], ["node_id", "operator_id", "user_operator_id", "jobvertex_id"]),
+        _frame(edges, ["source", "target"]),
+        _frame(items[prefix + "op"], OPERATOR_FIELDS),
         chaining_enabled,
     )
 
@@ -46,8 +57,26 @@ def vertices(items: list[dict]) -> list[rr.NewVertex]:
     return [rr.NewVertex.from_dict(r) for r in items]
 
 
-def check_rows(kinds: Iterable[str], payloads: Iterable[str], profiles: dict[str, dict]) -> list[tuple[str, str]]:
-    """(table, JSON row) results of one check; ``profiles``: Flink line -> its ``restore`` rules."""
+def spec_of(graph: dict[str, Any], nodes: list[dict], edges: list[dict]) -> dict[str, Any]:
+    """The spec (SPEC section 1) of a graph from its stream rows: every field as the contract
+    checks read it (defaults applied), edges in their spec order."""
+    spec = {k: v for k, v in graph.items() if k != "source_file"}
+    spec["nodes"] = [{("id" if k == "node_id" else k): v for k, v in n.items() if k != "graph_id"} for n in nodes]
+    ordered = sorted(edges, key=lambda e: e["edge_idx"])
+    spec["edges"] = [{k: v for k, v in e.items() if k not in ("graph_id", "edge_idx")} for e in ordered]
+    return spec
+
+
+def _patched(spec: dict[str, Any], patches: list[tuple[int, str, object]]) -> dict[str, Any]:
+    nodes = {n["id"]: dict(n) for n in spec["nodes"]}
+    for node_id, fld, value in patches:
+        nodes[node_id][fld] = int(str(value)) if fld in ("parallelism", "max_parallelism") else value
+    return {**spec, "nodes": list(nodes.values())}
+
+
+def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True) -> list[tuple[str, str]]:
+    """(table, JSON row) results of one check, decided by the rules of the new graph's Flink
+    line; ``prove``: recompute the graph with the proposed fixes and decide again."""
     items: dict[str, list[dict]] = {}
     for k, p in zip(kinds, payloads, strict=True):
         items.setdefault(k, []).append(json.loads(p))
@@ -63,17 +92,18 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], profiles: dict[str
     if reason is None and not items.get("vx"):
         reason = "unknown graph: no job vertices for " + str(check.get("graph_id"))
     if reason is None and not items.get("sp"):
-        reason = "savepoint has no operator states"
+        reason = "savepoint has no operator states: " + str(check.get("savepoint"))
     version = check.get("flink_version")
-    if reason is None and (version not in profiles):
+    prof = rr.RestoreProfile.for_line(version)
+    if reason is None and prof is None:
         reason = f"no restore rules for Flink {version}"
-    if reason is not None:
-        return [result(rr.ERROR, reason, None, None, [])]
+    if reason is not None:  # the reason is the message too: an ERROR row always says why
+        return [result(rr.ERROR, reason, None, reason, [])]
+    assert prof is not None
 
     saved = saved_operators(items["sp"])
     new_vertices = vertices(items["vx"])
     allow = bool(check.get("allow_non_restored_state"))
-    prof = rr.RestoreProfile.from_dict(profiles[version])
     d = rr.decide(saved, new_vertices, allow, prof, check["savepoint"])
     out = [result(d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids)]
 
@@ -91,9 +121,72 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], profiles: dict[str
 
     if new is None:
         return out
-    for f in plan_fixes(saved, new_vertices, old, new, items.get("sp", [])):
-        out.append(("restore_fixes", json.dumps(fix_row(head, f))))
+    fixes = plan_fixes(saved, new_vertices, old, new, items.get("sp", []))
+    proof = None
+    if prove and fixes and items.get("graph"):
+        spec = spec_of(items["graph"][0], items.get("node", []), items.get("edge", []))
+        proof = prove_fixes(spec, fixes, saved, allow, prof, check["savepoint"], old, items.get("sp", []))
+    for f, rnd in proof.fixes if proof else [(f, 1) for f in fixes]:
+        row = {**fix_row(head, f), "proof_round": rnd, "verified": None, "verified_verdict": None,
+               "verified_failure": None}  # fmt: skip
+        if proof:
+            row.update(verified=proof.verdict == rr.RESTORES, verified_verdict=proof.verdict,
+                       verified_failure=proof.failure)  # fmt: skip
+        out.append(("restore_fixes", json.dumps(row)))
     return out
+
+
+@dataclass
+class Proof:
+    """The fixes of every round (with the round that proposed each) and what Flink would do
+    with the graph that has all of them applied."""
+
+    fixes: list[tuple[rf.Fix, int]]
+    verdict: str
+    failure: str | None
+    rounds: int
+
+
+def prove_fixes(
+    spec: dict[str, Any],
+    fixes: list[rf.Fix],
+    saved: list[rr.SavedOperator],
+    allow: bool,
+    prof: rr.RestoreProfile,
+    savepoint: str,
+    old: rf.GraphView | None,
+    sp_rows: list[dict],
+) -> Proof:
+    """Apply every fix to the new graph, compute it again as the pipeline does, decide again;
+    a fix can uncover the next problem, whose fixes join the next round (up to PROOF_ROUNDS).
+    A fix that drops state (``--allowNonRestoredState``) is proven with that flag set."""
+    proven: list[tuple[rf.Fix, int]] = [(f, 1) for f in fixes]
+    verdict, failure, rnd = rr.ERROR, None, 0
+    for rnd in range(1, PROOF_ROUNDS + 1):
+        patches = [f.patch for f, _ in proven if f.patch is not None]
+        with_allow = allow or any(f.fix_code == rf.ALLOW_NON_RESTORED for f, _ in proven)
+        try:
+            nodes, operators, vertex_rows, _ = compute_one(_patched(spec, patches))
+        except CodedError as e:  # the patched graph is one Flink would not build
+            verdict, failure = rr.ERROR, f"patched graph rejected: {e.code}: {e}"
+            break
+        new_vertices = vertices(vertex_rows.to_dict("records"))
+        d = rr.decide(saved, new_vertices, with_allow, prof, savepoint)
+        verdict, failure = d.verdict, d.failure
+        if verdict == rr.RESTORES or rnd == PROOF_ROUNDS:
+            break
+        edges = pd.DataFrame(spec["edges"], columns=["source", "target"])
+        view = rf.graph_view(nodes, edges, operators, spec["chaining_enabled"])
+        have = {_fix_key(f) for f, _ in proven}
+        more = [f for f in plan_fixes(saved, new_vertices, old, view, sp_rows) if _fix_key(f) not in have]
+        if not more:
+            break
+        proven += [(f, rnd + 1) for f in more]
+    return Proof(proven, verdict, failure, rnd)
+
+
+def _fix_key(f: rf.Fix) -> tuple:
+    return (f.operator_id, f.fix_code, f.patch[0] if f.patch else None, f.patch[1] if f.patch else None)
 
 
 def plan_fixes(

@@ -14,8 +14,9 @@ This is the JobMaster's check at job start, step by step as Flink runs it
    the savepoint holds state under it: FLINK-13973), and a vertex that received subtask
    states checks its parallelism against each state's max parallelism.
 
-What differs between Flink lines is data (:class:`RestoreProfile`, read by the pipeline from
-``conf/profiles/<line>.json`` key ``restore``), so this module never compares versions.
+What differs between Flink lines is data (:class:`RestoreProfile`, the ``restore`` section of
+``conf/profiles/<line>.json`` as :mod:`udfs.flink.profiles` reads it), so this module never
+compares versions.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from udfs.flink.profiles import restore_rules
 
 RESTORES, FAILS, ERROR = "RESTORES", "FAILS", "ERROR"
 UNMAPPED_STATE = "UNMAPPED_STATE"
@@ -57,6 +60,12 @@ class RestoreProfile:
     # "hashmap" (1.14+: oldState is a HashMap keyed by generated ID) or "operator_order".
     parallelism_check_order: str
     messages: dict[str, str]
+
+    @staticmethod
+    def for_line(version: str | None) -> RestoreProfile | None:
+        """The rules of a Flink line from its profile, None for a line without them."""
+        raw = restore_rules(version) if version else None
+        return None if raw is None else RestoreProfile.from_dict(raw)
 
     @staticmethod
     def from_dict(raw: dict) -> RestoreProfile:
