@@ -147,11 +147,12 @@ _WRAPPER_WARNINGS = ("DataFrame.sql_ctx is an internal property", "DataFrame con
 _ITERATION_STAGES = ("isEmpty at Pregel.scala", "first at ConnectedComponents.scala")
 
 
-def _iterations(spark: SparkSession, group: str) -> int:
-    """The iterations GraphFrames ran under job group ``group``, from Spark's status tracker."""
+def _iterations(spark: SparkSession, group: str, before: set[int] | None = None) -> int:
+    """The iterations GraphFrames ran under job group ``group`` (jobs not in ``before``), from
+    Spark's status tracker."""
     tracker = spark.sparkContext.statusTracker()
     names = set()
-    for job_id in tracker.getJobIdsForGroup(group):
+    for job_id in set(tracker.getJobIdsForGroup(group)) - (before or set()):
         job = tracker.getJobInfo(job_id)
         for stage_id in job.stageIds if job else ():
             stage = tracker.getStageInfo(stage_id)
@@ -192,14 +193,19 @@ def _graphframes(
     # The vertices are bare ids; graph and node come back from an id by arithmetic.
     ids = gf_edges.select(F.col("src").alias("id")).union(gf_edges.select(F.col("dst").alias("id"))).distinct()
     conf = settings.chains
-    group = f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
     sc = spark.sparkContext
     # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
-    # jobs each; ``graphframes_spark_conf`` applies to those jobs only.
+    # jobs each, counted by their job group: the caller's when one is set (a notebook's or a
+    # scheduler's, whose cancelJobGroup must reach these jobs too), else one of our own that
+    # is taken off again afterwards. ``graphframes_spark_conf`` applies to those jobs only.
+    caller = sc.getLocalProperty("spark.jobGroup.id")
+    group = caller or f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
+    before = set(sc.statusTracker().getJobIdsForGroup(group)) if caller else set()
     with _session_conf(spark, dict(conf.graphframes_spark_conf)), warnings.catch_warnings():
         for message in _WRAPPER_WARNINGS:
             warnings.filterwarnings("ignore", message=re.escape(message), category=UserWarning)
-        sc.setJobGroup(group, "chains: GraphFrames connected components")
+        if caller is None:
+            sc.setJobGroup(group, "chains: GraphFrames connected components")
         try:
             cc = graphframes.GraphFrame(ids, gf_edges).connectedComponents(
                 algorithm=conf.graphframes_algorithm,
@@ -207,9 +213,10 @@ def _graphframes(
                 broadcastThreshold=conf.graphframes_broadcast_threshold,
             )
         finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
-    iterations = _iterations(spark, group)
+            if caller is None:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+                sc.setLocalProperty("spark.job.description", None)
+    iterations = _iterations(spark, group, before)
 
     def node_of(col: str):
         return (F.col(col) % F.lit(2**32) - F.lit(_NODE_OFFSET)).cast("int")
