@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.export import command as export_cmd  # noqa: E402
+from pipeline.export import harness as export_cmd  # noqa: E402
 
 OUT = ROOT / "conformance" / "examples"
 # Published example jars per harness line (Maven Central has no flink-examples-table for 1.20.x

@@ -21,6 +21,7 @@ from pipeline.tables import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "orders-enricher.jsonl"
+RESTORE_SET = ROOT.parent / "shared" / "vectors" / "restore" / "savepoint-2.3-s11"
 
 
 def _hive_env(tmp: Path) -> dict[str, str]:
@@ -69,6 +70,12 @@ WRITER = f"""
         # the same names over ANOTHER folder: refused before the run, nothing re-pointed
         "clash": cli("compute", "--input", "staged", "--output", "elsewhere", "--database", "flink_jobgraph"),
     }}
+    # check-restore registers its tables too (compute's and the four restore tables)
+    from devtools import restore_cases as rc
+    cases = rc.read_cases("{RESTORE_SET}.jsonl.gz")[:2]
+    rc.write_case_fleet(cases, rc.read_metadata_tar("{RESTORE_SET}-metadata.tar.gz"), "fleet")
+    results["restore"] = cli("check-restore", "--graphs", "fleet/graphs", "--checks", "fleet/checks.jsonl",
+                             "--output", "rout", "--database", "fj_restore")
     # registering again over the same folders (what every later run does) changes nothing
     from pipeline.tables import catalog
     from pyspark.sql import SparkSession
@@ -90,7 +97,7 @@ READER = """
         "impl": spark.conf.get("spark.sql.catalogImplementation"),
         "tables": sorted(
             f"{r['namespace']}.{r['tableName']}"
-            for db in ("flink_jobgraph", "fj_staged")
+            for db in ("flink_jobgraph", "fj_staged", "fj_restore")
             for r in q(f"SHOW TABLES IN {db}")
         ),
         "operators": q("SELECT graph_id, name, uid, operator_id FROM flink_jobgraph.operators"),
@@ -100,6 +107,7 @@ READER = """
             "ON o.graph_id = v.graph_id AND o.jobvertex_id = v.jobvertex_id GROUP BY 1, 2, 3"
         ),
         "stream_nodes": q("SELECT count(*) AS n FROM fj_staged.stream_nodes")[0]["n"],
+        "restore_checks": q("SELECT count(*) AS n FROM fj_restore.restore_checks")[0]["n"],
         "detail": q("DESCRIBE DETAIL flink_jobgraph.operators")[0]["location"],
         "type": [
             r["data_type"] for r in q("DESCRIBE TABLE EXTENDED flink_jobgraph.job_edges") if r["col_name"] == "Type"
@@ -120,6 +128,7 @@ def test_tables_registered_in_a_hive_metastore_and_read_back_by_name(tmp_path: P
     written = _result(_run(WRITER, tmp_path))
     assert written["ingest"]["code"] == 0, written["ingest"]["stderr"]
     assert written["compute"]["code"] == 0, written["compute"]["stderr"]
+    assert written["restore"]["code"] == 0, written["restore"]["stderr"]
     assert written["again"] == [f"flink_jobgraph.{t}" for t in catalog.COMMAND_TABLES["compute"]]
     assert written["clash"]["code"] == 2
     assert "flink_jobgraph`.`operators` already exists at" in written["clash"]["stderr"]
@@ -131,7 +140,9 @@ def test_tables_registered_in_a_hive_metastore_and_read_back_by_name(tmp_path: P
     assert read["tables"] == sorted(
         [f"flink_jobgraph.{t}" for t in catalog.COMMAND_TABLES["compute"]]
         + [f"fj_staged.{t}" for t in catalog.COMMAND_TABLES["ingest"]]
+        + [f"fj_restore.{t}" for t in catalog.COMMAND_TABLES["check-restore"]]
     )
+    assert read["restore_checks"] == 4  # two cases, each with and without allowNonRestoredState
     ops = {(r["graph_id"], r["name"]): r for r in read["operators"]}
     assert len(read["operators"]) == 11  # 5 in v1, 6 in v2, once each after the re-run
     # the uid'd source keeps its ID across versions, Parse (no uid) does not: README's example

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.export import command as export_cmd
+from pipeline.export import harness as export_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness"

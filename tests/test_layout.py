@@ -22,19 +22,20 @@ FIRST_PARTY = ("udfs", "pipeline", "devtools")
 
 # unit -> the units it may import (a unit is a subpackage, or a top-level module of udfs/ or
 # pipeline/). Every unit may import itself. pyspark is allowed in pipeline/ and devtools/ only.
-_PIPELINE_BASE = {"pipeline.settings", "pipeline.session", "pipeline.progress", "pipeline.version"}
+_PIPELINE_BASE = {"pipeline.settings", "pipeline.session", "pipeline.progress", "pipeline.version", "pipeline.options"}
 ALLOWED: dict[str, set[str]] = {
     "udfs.errors": set(),
     "udfs.flink": {"udfs.errors"},
     "udfs.spec": {"udfs.errors", "udfs.flink"},
     "udfs.compute": {"udfs.errors", "udfs.flink", "udfs.spec"},
     "udfs.savepoint": set(),
-    "udfs.restore": {"udfs.flink", "udfs.compute", "udfs.spec"},
+    "udfs.restore": {"udfs.errors", "udfs.flink", "udfs.compute", "udfs.spec", "udfs.savepoint"},
     "udfs.render": set(),
     "pipeline.version": set(),
     "pipeline.settings": {"udfs.flink"},
     "pipeline.session": {"pipeline.settings"},
     "pipeline.progress": set(),
+    "pipeline.options": set(),
     "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink"},
     "pipeline.compute": _PIPELINE_BASE | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
     "pipeline.restore": _PIPELINE_BASE
@@ -51,7 +52,7 @@ def _modules() -> list[Path]:
 
 
 def _unit(dotted: str) -> str:
-    """``udfs.flink.hashing`` -> ``udfs.flink``; ``pipeline.cli`` -> ``pipeline.cli``; ``devtools.x`` -> ``devtools``."""
+    """``udfs.flink.hashing`` -> ``udfs.flink``; ``pipeline.cli`` -> itself; ``devtools.x`` -> ``devtools``."""
     parts = dotted.split(".")
     if parts[0] == "devtools":
         return "devtools"

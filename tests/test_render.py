@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.compute.run import Progress, compute
-from pipeline.render.command import load_graphs, render
+from pipeline.render.page import load_graphs, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

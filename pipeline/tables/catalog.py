@@ -20,17 +20,31 @@ table whose LOCATION is the folder the run wrote, so
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from pipeline.tables import delta_writer as delta_sink
 
+R = TypeVar("R")
+
 # What each command writes under --output; register_tables takes any list, these are the defaults.
 COMMAND_TABLES: dict[str, tuple[str, ...]] = {
     "compute": ("operators", "job_vertices", "job_edges", "graph_errors"),
     "ingest": ("stream_graphs", "stream_nodes", "stream_edges", "graph_errors"),
+    "check-restore": (
+        "operators",
+        "job_vertices",
+        "job_edges",
+        "graph_errors",
+        "savepoint_operators",
+        "restore_checks",
+        "restore_operator_matches",
+        "restore_fixes",
+    ),
 }
 
 # Unquoted identifiers as Hive, Unity Catalog and Spark all accept them. Anything else is
@@ -165,3 +179,29 @@ def check_names_free(spark: SparkSession, reg: Registration) -> None:
 def _database_exists(spark: SparkSession, database: str, catalog: str | None) -> bool:
     # spark.catalog.databaseExists takes a (possibly qualified) name since Spark 3.4.
     return bool(spark.catalog.databaseExists(qualified(database, catalog=catalog)))
+
+
+def with_registration(
+    spark: SparkSession,
+    command: str,
+    output: str,
+    database: str | None,
+    catalog: str | None,
+    run: Callable[[], R],
+    say: Callable[[str], None] | None = None,
+) -> R:
+    """``run()`` a command that writes ``COMMAND_TABLES[command]`` under ``output``, and with
+    ``--database`` register them: the names are checked before the run (a taken name fails in
+    seconds, not after the whole computation) and registered after it."""
+    if catalog and not database:
+        raise CatalogError("--catalog needs --database")
+    reg = Registration(output, COMMAND_TABLES[command], database, catalog) if database else None
+    if reg is not None:
+        check_catalog(spark, reg.database, reg.catalog)
+        check_names_free(spark, reg)
+    result = run()
+    if reg is not None:
+        names = register_tables(spark, reg)
+        if say:
+            say("catalog tables: " + ", ".join(names))
+    return result

@@ -1,6 +1,6 @@
 """A JobGraph as Graphviz DOT, and the self-contained HTML page around the laid-out SVG.
 
-Pure text building (no Spark, no I/O): ``pipeline/render/command.py`` reads the tables, runs
+Pure text building (no Spark, no I/O): ``pipeline/render/page.py`` reads the tables, runs
 Graphviz ``dot`` and writes the file. The drawing follows Flink's web UI: one box per
 JobVertex (its chained name and parallelism), left to right in data-flow order, edges
 labelled with the ship strategy and the distribution pattern. Unlike the web UI, each box
