@@ -19,6 +19,8 @@ import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
+import org.flinkjobgraph.harness.JobGraphExpected;
+import org.flinkjobgraph.harness.StreamGraphSpecExporter;
 
 import java.io.File;
 import java.nio.file.Files;
@@ -50,7 +52,7 @@ public final class Runner implements AutoCloseable {
         this.builder = new Builder(compat);
         this.compat = compat;
         this.scratch = scratch;
-        this.line = SpecExporter.flinkLine();
+        this.line = StreamGraphSpecExporter.flinkLine();
         Files.createDirectories(scratch);
         Configuration c = new Configuration();
         c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
@@ -127,9 +129,9 @@ public final class Runner implements AutoCloseable {
     Job job(Program p, Configuration conf, String caseId, String graphId) {
         Job j = new Job();
         j.built = builder.build(p, conf, caseId);
-        j.spec = SpecExporter.export(j.built.streamGraph, graphId);
+        j.spec = StreamGraphSpecExporter.export(j.built.streamGraph, graphId);
         j.jobGraph = StreamingJobGraphGenerator.createJobGraph(j.built.streamGraph);
-        j.expected = JobGraphReader.read(j.built.streamGraph, j.jobGraph);
+        j.expected = JobGraphExpected.read(j.built.streamGraph, j.jobGraph);
         j.expected.remove("flink_version_full");
         // what the client does with execution.state-recovery.path / execution.savepoint.path
         j.jobGraph.setSavepointRestoreSettings(SavepointRestoreSettings.fromConfiguration(conf));
@@ -352,7 +354,7 @@ public final class Runner implements AutoCloseable {
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("case_id", caseId);
             out.put("flink_version", line);
-            out.put("flink_version_full", SpecExporter.flinkVersionFull());
+            out.put("flink_version_full", StreamGraphSpecExporter.flinkVersionFull());
             out.put("v1", j1.spec);
             out.put("v2", j2.spec);
             out.put("savepoint_metadata", caseId + ".metadata");

@@ -3,10 +3,10 @@ package org.flinkjobgraph.harness;
 import java.lang.reflect.Method;
 
 /** Small reflection helpers for API that differs between Flink versions. */
-final class Refl {
+public final class Refl {
     private Refl() {}
 
-    static Method find(Class<?> c, String name, int arity) {
+    public static Method find(Class<?> c, String name, int arity) {
         for (Class<?> k = c; k != null; k = k.getSuperclass()) {
             for (Method m : k.getDeclaredMethods()) {
                 if (m.getName().equals(name) && m.getParameterCount() == arity) {
@@ -22,12 +22,12 @@ final class Refl {
         return null;
     }
 
-    static boolean has(Object o, String name, int arity) {
+    public static boolean has(Object o, String name, int arity) {
         return o != null && find(o.getClass(), name, arity) != null;
     }
 
     /** Calls a method if it exists; returns {@code dflt} when it does not. */
-    static Object call(Object o, String name, Object dflt, Object... args) {
+    public static Object call(Object o, String name, Object dflt, Object... args) {
         if (o == null) {
             return dflt;
         }
@@ -50,11 +50,11 @@ final class Refl {
     }
 
     /** True if the class, one of its superclasses or interfaces has the given simple name. */
-    static boolean isA(Object o, String simpleName) {
+    public static boolean isA(Object o, String simpleName) {
         return o != null && isA(o.getClass(), simpleName);
     }
 
-    static boolean isA(Class<?> c, String simpleName) {
+    public static boolean isA(Class<?> c, String simpleName) {
         if (c == null) {
             return false;
         }
