@@ -10,8 +10,10 @@ import java.util.List;
 
 /**
  * The Flink-version-specific part of the harness. One implementation per API family lives in
- * src/compat/&lt;dir&gt;/java (class org.flinkjobgraph.harness.CompatImpl) and is selected by the
- * Maven profile. Everything else (generator, exporter, expected-answer extraction) is shared.
+ * src/compat/flink-&lt;lines&gt;/java (class org.flinkjobgraph.harness.CompatImpl: flink-1.9,
+ * flink-1.15-1.20, flink-2.x; the 1.15+ lines share Compat115Plus in flink-1.15plus) and is
+ * selected by the Maven profile. Everything else (generator, exporter, expected-answer
+ * extraction) is shared.
  */
 public interface Compat {
 

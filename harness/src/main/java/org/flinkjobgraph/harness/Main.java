@@ -351,7 +351,7 @@ public final class Main {
         }
     }
 
-    /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/modern). */
+    /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/flink-1.15plus). */
     @SuppressWarnings("unchecked")
     static Map<String, Object> sqlOne(String graphId, long seed, int index, long caseSeed, boolean batch)
             throws Throwable {

@@ -11,7 +11,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * What differs between Flink lines for the restore harness: legacy source/sink packages, sink V2
  * interfaces, the FLIP-27 generator source, window assigner factories and the configuration
  * options for restoring and for retained checkpoints. One implementation per line family lives in
- * src/compat/&lt;dir&gt;/java (class CompatImpl), selected by the Maven profile.
+ * src/compat/flink-&lt;lines&gt;/java (class CompatImpl: flink-1.15, flink-1.20, flink-2.x; 1.20 and
+ * 2.x share Compat120Plus in flink-1.20plus), selected by the Maven profile.
  */
 public interface Compat {
     /** A legacy SourceFunction source with operator ListState "offset", emitting {@code rate}/s. */
