@@ -45,11 +45,7 @@ public interface Compat {
     /** Whether this version has the chain-operators-with-different-max-parallelism option. */
     boolean hasChainMaxParallelismOption();
 
-    // ---- sources ----
-    /** env.addSource(SourceFunction or ParallelSourceFunction[, name]). */
-    SingleOutputStreamOperator<Long> legacySource(
-            StreamExecutionEnvironment env, boolean parallel, String nameOrNull);
-
+    // ---- sources (legacy SourceFunctions: Fns.legacySource) ----
     /** A legacy (SourceFunction based) collection source: env.fromElements / fromCollection. */
     SingleOutputStreamOperator<Long> legacyCollectionSource(StreamExecutionEnvironment env);
 
@@ -62,9 +58,7 @@ public interface Compat {
     /** env.fromSequence (FLIP-27 "Sequence Source"). */
     SingleOutputStreamOperator<Long> fromSequence(StreamExecutionEnvironment env);
 
-    // ---- sinks ----
-    DataStreamSink<Long> legacySink(DataStream<Long> in);
-
+    // ---- sinks (legacy SinkFunction: Fns.legacySink) ----
     /** Sink V2 kinds this version supports: plain, pre-write, committer, full topology, DiscardingSink. */
     List<String> sinkV2Kinds();
 

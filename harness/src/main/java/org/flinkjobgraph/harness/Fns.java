@@ -8,6 +8,10 @@ import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.functions.async.AsyncFunction;
@@ -31,6 +35,30 @@ public final class Fns {
 
     public static MapStateDescriptor<Long, Long> bcastDescriptor() {
         return new MapStateDescriptor<>("bcast-state", Types.LONG, Types.LONG);
+    }
+
+    /** Legacy SourceFunction (through {@link LegacyApi}: its package depends on the line). */
+    public static class Src implements LegacyApi.Source<Long> {
+        @Override
+        public void run(SourceContext<Long> ctx) {}
+
+        @Override
+        public void cancel() {}
+    }
+
+    public static class ParSrc extends Src implements LegacyApi.ParallelSource<Long> {}
+
+    public static class Snk implements LegacyApi.Sink<Long> {}
+
+    /** env.addSource(SourceFunction or ParallelSourceFunction[, name]). */
+    public static SingleOutputStreamOperator<Long> legacySource(
+            StreamExecutionEnvironment env, boolean parallel, String nameOrNull) {
+        Src f = parallel ? new ParSrc() : new Src();
+        return nameOrNull == null ? env.addSource(f) : env.addSource(f, nameOrNull);
+    }
+
+    public static DataStreamSink<Long> legacySink(DataStream<Long> in) {
+        return in.addSink(new Snk());
     }
 
     public static class MapFn implements MapFunction<Long, Long> {

@@ -353,7 +353,7 @@ public final class Generator {
     private H legacySourceHandle() {
         boolean parallel = p(0.45);
         String name = p(0.4) ? pick(SOURCE_NAMES) + (p(0.3) ? "-" + (counter++) : "") : null;
-        SingleOutputStreamOperator<Long> s = c.legacySource(env, parallel, name);
+        SingleOutputStreamOperator<Long> s = Fns.legacySource(env, parallel, name);
         log("#" + id(s) + "=addSource(" + (parallel ? "ParallelSourceFunction" : "SourceFunction")
                 + ", " + name + ")");
         nodes++;
@@ -901,7 +901,7 @@ public final class Generator {
             what = "print";
             nodes++;
         } else if (x < 0.5 || kinds.isEmpty()) {
-            s = c.legacySink(ds);
+            s = Fns.legacySink(ds);
             what = "addSink";
             nodes++;
         } else {

@@ -244,7 +244,7 @@ public final class LongChainGenerator {
             s = c.flip27Source(env, n);
             log("#" + id(s) + "=fromSource(NumberSequenceSource, " + n + ")");
         } else {
-            s = c.legacySource(env, true, n);
+            s = Fns.legacySource(env, true, n);
             log("#" + id(s) + "=addSource(ParallelSourceFunction, " + n + ")");
         }
         s.setParallelism(par);
@@ -390,7 +390,7 @@ public final class LongChainGenerator {
             s = in.print();
             what = "print";
         } else {
-            s = c.legacySink(in);
+            s = Fns.legacySink(in);
             what = "addSink";
         }
         log(what);

@@ -264,7 +264,7 @@ public final class Main {
         Generator.resetFlinkCounters();
         org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
                 compat.createEnv(false);
-        SeedJob.build(env, compat);
+        SeedJob.build(env);
         StreamGraph sg = env.getStreamGraph();
         Map<String, Object> exp = JobGraphExpected.compute(sg);
         String[][] want = {

@@ -16,11 +16,17 @@ import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
+import org.flinkjobgraph.harness.LegacyApi;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -34,6 +40,76 @@ public final class Fns {
 
     /** Records emitted by all sources of the running job (MiniCluster runs in this JVM). */
     public static final AtomicLong EMITTED = new AtomicLong();
+
+    // ------------------------------------------------------------------ legacy source and sink
+
+    /**
+     * Legacy SourceFunction (through {@link LegacyApi}: its package depends on the line): a
+     * counter emitting {@code rate} records/s, with operator ListState "offset".
+     */
+    public static class Src extends LegacyApi.RichSource<Long> implements CheckpointedFunction {
+        final int rate;
+        volatile boolean running = true;
+        transient ListState<Long> state;
+        long next;
+
+        Src(int rate) {
+            this.rate = rate;
+        }
+
+        @Override
+        public void run(SourceContext<Long> ctx) throws Exception {
+            long sleep = Math.max(1, 1000L / rate);
+            while (running) {
+                synchronized (ctx.getCheckpointLock()) {
+                    ctx.collect(next++);
+                }
+                EMITTED.incrementAndGet();
+                Thread.sleep(sleep);
+            }
+        }
+
+        @Override
+        public void cancel() {
+            running = false;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            state.update(Collections.singletonList(next));
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext c) throws Exception {
+            state = c.getOperatorStateStore().getListState(new ListStateDescriptor<>("offset", Types.LONG));
+            for (Long x : state.get()) {
+                next = Math.max(next, x);
+            }
+        }
+    }
+
+    /** The parallel variant of {@link Src} (a ParallelSourceFunction: one counter per subtask). */
+    public static final class ParSrc extends Src implements LegacyApi.ParallelSource<Long> {
+        ParSrc(int rate) {
+            super(rate);
+        }
+    }
+
+    /** Legacy SinkFunction (stateless). */
+    public static final class Snk implements LegacyApi.Sink<Long> {
+        @Override
+        public void invoke(Long value, Context context) {}
+    }
+
+    /** env.addSource of a {@link ParSrc} or {@link Src} emitting {@code rate}/s. */
+    public static SingleOutputStreamOperator<Long> legacySource(
+            StreamExecutionEnvironment env, boolean parallel, int rate) {
+        return env.addSource(parallel ? new ParSrc(rate) : new Src(rate));
+    }
+
+    public static DataStreamSink<Long> legacySink(DataStream<Long> in) {
+        return in.addSink(new Snk());
+    }
 
     // ------------------------------------------------------------------ keys
 

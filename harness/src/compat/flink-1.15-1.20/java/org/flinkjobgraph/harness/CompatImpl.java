@@ -15,9 +15,6 @@ import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.IterativeStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
-import org.apache.flink.streaming.api.functions.source.ParallelSourceFunction;
-import org.apache.flink.streaming.api.functions.source.SourceFunction;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -28,41 +25,11 @@ import java.util.List;
 /** Flink 1.15 - 1.20: old packages for source/sink functions, With*Topology sinks, iterations. */
 public class CompatImpl extends Compat115Plus {
 
-    public static class Src implements SourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class ParSrc implements ParallelSourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class Snk implements SinkFunction<Long> {}
-
-    @Override
-    public SingleOutputStreamOperator<Long> legacySource(
-            StreamExecutionEnvironment env, boolean parallel, String name) {
-        SourceFunction<Long> f = parallel ? new ParSrc() : new Src();
-        return name == null ? env.addSource(f) : env.addSource(f, name);
-    }
-
     @Override
     public SingleOutputStreamOperator<Long> legacyCollectionSource(StreamExecutionEnvironment env) {
         // fromElements switched to a FLIP-27 source in 1.19; fromCollection(Collection) stays
         // a legacy "Collection Source" up to 1.20
         return env.fromCollection(Arrays.asList(1L, 2L, 3L));
-    }
-
-    @Override
-    public DataStreamSink<Long> legacySink(DataStream<Long> in) {
-        return in.addSink(new Snk());
     }
 
     // ---------------------------------------------------------------- sink V2

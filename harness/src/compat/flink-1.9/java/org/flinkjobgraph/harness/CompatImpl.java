@@ -7,9 +7,6 @@ import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.IterativeStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
-import org.apache.flink.streaming.api.functions.source.ParallelSourceFunction;
-import org.apache.flink.streaming.api.functions.source.SourceFunction;
 import org.apache.flink.streaming.api.operators.ChainingStrategy;
 import org.apache.flink.streaming.api.operators.StreamMap;
 import org.apache.flink.streaming.api.operators.co.CoStreamMap;
@@ -35,24 +32,6 @@ import java.util.List;
  */
 public class CompatImpl implements Compat {
 
-    public static class Src implements SourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class ParSrc implements ParallelSourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class Snk implements SinkFunction<Long> {}
-
     @Override
     public StreamExecutionEnvironment createEnv(boolean noChainDifferentMaxPar) {
         return StreamExecutionEnvironment.getExecutionEnvironment();
@@ -77,13 +56,6 @@ public class CompatImpl implements Compat {
     }
 
     @Override
-    public SingleOutputStreamOperator<Long> legacySource(
-            StreamExecutionEnvironment env, boolean parallel, String name) {
-        SourceFunction<Long> f = parallel ? new ParSrc() : new Src();
-        return name == null ? env.addSource(f) : env.addSource(f, name);
-    }
-
-    @Override
     public SingleOutputStreamOperator<Long> legacyCollectionSource(StreamExecutionEnvironment env) {
         return env.fromElements(1L, 2L, 3L);
     }
@@ -102,11 +74,6 @@ public class CompatImpl implements Compat {
     @Override
     public SingleOutputStreamOperator<Long> fromSequence(StreamExecutionEnvironment env) {
         return env.generateSequence(0, 1000);
-    }
-
-    @Override
-    public DataStreamSink<Long> legacySink(DataStream<Long> in) {
-        return in.addSink(new Snk());
     }
 
     @Override

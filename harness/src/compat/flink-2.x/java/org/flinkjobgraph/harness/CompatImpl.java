@@ -16,9 +16,6 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.legacy.SinkFunction;
-import org.apache.flink.streaming.api.functions.source.legacy.ParallelSourceFunction;
-import org.apache.flink.streaming.api.functions.source.legacy.SourceFunction;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -29,39 +26,9 @@ import java.util.List;
 /** Flink 2.x: legacy source/sink functions live in ...legacy packages, no iterations. */
 public class CompatImpl extends Compat115Plus {
 
-    public static class Src implements SourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class ParSrc implements ParallelSourceFunction<Long> {
-        @Override
-        public void run(SourceContext<Long> ctx) {}
-
-        @Override
-        public void cancel() {}
-    }
-
-    public static class Snk implements SinkFunction<Long> {}
-
-    @Override
-    public SingleOutputStreamOperator<Long> legacySource(
-            StreamExecutionEnvironment env, boolean parallel, String name) {
-        SourceFunction<Long> f = parallel ? new ParSrc() : new Src();
-        return name == null ? env.addSource(f) : env.addSource(f, name);
-    }
-
     @Override
     public SingleOutputStreamOperator<Long> legacyCollectionSource(StreamExecutionEnvironment env) {
         return env.fromElements(1L, 2L, 3L);
-    }
-
-    @Override
-    public DataStreamSink<Long> legacySink(DataStream<Long> in) {
-        return in.addSink(new Snk());
     }
 
     // ---------------------------------------------------------------- sink V2

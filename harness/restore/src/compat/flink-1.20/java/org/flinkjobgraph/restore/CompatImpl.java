@@ -1,7 +1,5 @@
 package org.flinkjobgraph.restore;
 
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
@@ -9,16 +7,10 @@ import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.api.connector.sink2.SupportsWriterState;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
-import org.apache.flink.runtime.state.FunctionInitializationContext;
-import org.apache.flink.runtime.state.FunctionSnapshotContext;
-import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
-import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
-import org.apache.flink.streaming.api.functions.source.RichSourceFunction;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -28,112 +20,6 @@ import java.util.List;
 
 /** Flink 1.20: old legacy packages; Sink.createWriter(InitContext) is abstract. */
 public class CompatImpl extends Compat120Plus {
-
-    /** Shared body of the legacy sources: rate-limited counter with operator ListState "offset". */
-    static final class Body implements java.io.Serializable {
-        final int rate;
-        volatile boolean running = true;
-        transient ListState<Long> state;
-        long next;
-
-        Body(int rate) {
-            this.rate = rate;
-        }
-
-        void run(org.apache.flink.streaming.api.functions.source.SourceFunction.SourceContext<Long> ctx)
-                throws Exception {
-            long sleep = Math.max(1, 1000L / rate);
-            while (running) {
-                synchronized (ctx.getCheckpointLock()) {
-                    ctx.collect(next++);
-                }
-                Fns.EMITTED.incrementAndGet();
-                Thread.sleep(sleep);
-            }
-        }
-
-        void snapshot() throws Exception {
-            state.update(Collections.singletonList(next));
-        }
-
-        void init(FunctionInitializationContext c) throws Exception {
-            state = c.getOperatorStateStore().getListState(new ListStateDescriptor<>("offset", Types.LONG));
-            for (Long x : state.get()) {
-                next = Math.max(next, x);
-            }
-        }
-    }
-
-    public static final class ParSrc extends RichParallelSourceFunction<Long> implements CheckpointedFunction {
-        final Body b;
-
-        ParSrc(int rate) {
-            b = new Body(rate);
-        }
-
-        @Override
-        public void run(SourceContext<Long> ctx) throws Exception {
-            b.run(ctx);
-        }
-
-        @Override
-        public void cancel() {
-            b.running = false;
-        }
-
-        @Override
-        public void snapshotState(FunctionSnapshotContext context) throws Exception {
-            b.snapshot();
-        }
-
-        @Override
-        public void initializeState(FunctionInitializationContext context) throws Exception {
-            b.init(context);
-        }
-    }
-
-    public static final class Src extends RichSourceFunction<Long> implements CheckpointedFunction {
-        final Body b;
-
-        Src(int rate) {
-            b = new Body(rate);
-        }
-
-        @Override
-        public void run(SourceContext<Long> ctx) throws Exception {
-            b.run(ctx);
-        }
-
-        @Override
-        public void cancel() {
-            b.running = false;
-        }
-
-        @Override
-        public void snapshotState(FunctionSnapshotContext context) throws Exception {
-            b.snapshot();
-        }
-
-        @Override
-        public void initializeState(FunctionInitializationContext context) throws Exception {
-            b.init(context);
-        }
-    }
-
-    public static final class Snk implements SinkFunction<Long> {
-        @Override
-        public void invoke(Long value, Context context) {}
-    }
-
-    @Override
-    public SingleOutputStreamOperator<Long> legacySource(StreamExecutionEnvironment env, boolean parallel, int rate) {
-        return parallel ? env.addSource(new ParSrc(rate)) : env.addSource(new Src(rate));
-    }
-
-    @Override
-    public DataStreamSink<Long> legacySink(DataStream<Long> in) {
-        return in.addSink(new Snk());
-    }
 
     // ---------------------------------------------------------------- stateful sink V2
 
