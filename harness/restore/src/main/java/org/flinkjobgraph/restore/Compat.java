@@ -11,7 +11,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * What differs between Flink lines for the restore harness (besides the packages of the legacy
  * source/sink functions, which {@link org.flinkjobgraph.harness.LegacyApi} names): sink V2
  * interfaces, the FLIP-27 generator source, window assigner factories and the configuration
- * options for restoring and for retained checkpoints. One implementation per line family lives in
+ * options for retained checkpoints. One implementation per line family lives in
  * src/compat/flink-&lt;lines&gt;/java (class CompatImpl: flink-1.15, flink-1.20, flink-2.x; 1.20 and
  * 2.x share Compat120Plus in flink-1.20plus), selected by the Maven profile.
  */
@@ -27,9 +27,6 @@ public interface Compat {
 
     /** keyBy(...).window(TumblingProcessingTimeWindows of 10 min).reduce(sum). */
     <K> SingleOutputStreamOperator<Long> tumblingReduce(KeyedStream<Long, K> in);
-
-    /** What `-s <pointer>` [`--allowNonRestoredState`] puts in the job's configuration. */
-    void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState);
 
     /** Anything the job configuration alone does not reach in this line (default: nothing). */
     default void configureEnv(StreamExecutionEnvironment env, Configuration conf) {}

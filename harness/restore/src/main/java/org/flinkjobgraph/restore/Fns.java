@@ -12,7 +12,9 @@ import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
@@ -25,7 +27,9 @@ import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 import org.flinkjobgraph.harness.LegacyApi;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -109,6 +113,57 @@ public final class Fns {
 
     public static DataStreamSink<Long> legacySink(DataStream<Long> in) {
         return in.addSink(new Snk());
+    }
+
+    // ------------------------------------------------------------------ stateful sink V2
+
+    /**
+     * The writer of the sink with writer state (SINK_STATEFUL): counts what it gets, the count is
+     * its state. Each line's CompatImpl subclasses it with that line's stateful-writer interface
+     * (1.15: StatefulSink.StatefulSinkWriter, 1.20+: StatefulSinkWriter; both ask for exactly
+     * {@link #snapshotState}) and declares the sink around it.
+     */
+    public abstract static class CountingWriter implements SinkWriter<Long> {
+        long count;
+
+        protected CountingWriter(Collection<Long> restored) {
+            for (Long x : restored) {
+                count += x;
+            }
+        }
+
+        @Override
+        public void write(Long element, Context context) {
+            count++;
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        public List<Long> snapshotState(long checkpointId) {
+            return Collections.singletonList(count);
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /** The writer state's serializer (a long). */
+    public static final class LongSer implements SimpleVersionedSerializer<Long>, java.io.Serializable {
+        @Override
+        public int getVersion() {
+            return 1;
+        }
+
+        @Override
+        public byte[] serialize(Long v) {
+            return ByteBuffer.allocate(8).putLong(v).array();
+        }
+
+        @Override
+        public Long deserialize(int version, byte[] b) {
+            return ByteBuffer.wrap(b).getLong();
+        }
     }
 
     // ------------------------------------------------------------------ keys

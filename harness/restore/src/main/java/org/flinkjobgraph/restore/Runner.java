@@ -118,6 +118,14 @@ public final class Runner implements AutoCloseable {
         return c;
     }
 
+    /**
+     * What {@code flink run -s <pointer> [--allowNonRestoredState]} puts in the job's configuration
+     * (the restore path and flag under the line's option keys, and the default restore mode).
+     */
+    static void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState) {
+        SavepointRestoreSettings.toConfiguration(SavepointRestoreSettings.forPath(pointer, allowNonRestoredState), c);
+    }
+
     /** The JobGraph Flink's client would submit, plus Flink's JobGraph answer in spec form. */
     static final class Job {
         Builder.Built built;
@@ -331,7 +339,7 @@ public final class Runner implements AutoCloseable {
 
             // ---- restore v2 from the snapshot
             Configuration c2 = jobConf(s, caseDir, false);
-            compat.restoreFrom(c2, pointer, false);
+            restoreFrom(c2, pointer, false);
             Job j2 = job(v2, c2, caseId, caseId + "/v2");
             long tV2 = System.currentTimeMillis();
             Outcome o = startAndObserve(j2.jobGraph);
@@ -341,7 +349,7 @@ public final class Runner implements AutoCloseable {
             Outcome oa = o;
             boolean anrsRun = false;
             if (o.verdict.equals("FAILED")) {
-                compat.restoreFrom(c2, pointer, true);
+                restoreFrom(c2, pointer, true);
                 Job j2a = job(v2, c2, caseId, caseId + "/v2");
                 oa = startAndObserve(j2a.jobGraph);
                 anrsRun = true;

@@ -1,16 +1,9 @@
 package org.flinkjobgraph.restore;
 
-import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.StatefulSink;
-import org.apache.flink.core.io.SimpleVersionedSerializer;
-import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.datastream.DataStreamSink;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReader;
@@ -18,28 +11,30 @@ import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.io.InputStatus;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
 import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
-import org.apache.flink.core.io.InputStatus;
-import org.apache.flink.runtime.jobgraph.SavepointConfigOptions;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.CheckpointConfig;
 import org.apache.flink.streaming.api.environment.ExecutionCheckpointingOptions;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
 import org.apache.flink.streaming.api.windowing.time.Time;
 
-import java.io.IOException;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.nio.ByteBuffer;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Flink 1.15: no DataGeneratorSource (a throttled NumberSequenceSource instead), no sink V2
- * DiscardingSink, StatefulSink instead of SupportsWriterState, SavepointConfigOptions and
- * ExecutionCheckpointingOptions instead of StateRecoveryOptions / CheckpointingOptions.
+ * DiscardingSink, StatefulSink instead of SupportsWriterState, ExecutionCheckpointingOptions
+ * instead of CheckpointingOptions.
  */
 public class CompatImpl implements Compat {
 
@@ -128,12 +123,6 @@ public class CompatImpl implements Compat {
         return in.window(TumblingProcessingTimeWindows.of(Time.minutes(10))).reduce(new Fns.SumReduce());
     }
 
-    @Override
-    public void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState) {
-        c.set(SavepointConfigOptions.SAVEPOINT_PATH, pointer);
-        c.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, allowNonRestoredState);
-    }
-
     /**
      * 1.15's CheckpointConfig.configure reads only the checkpoint directory from the job's
      * configuration (storage type and inline threshold would silently fall back to the defaults),
@@ -160,63 +149,27 @@ public class CompatImpl implements Compat {
 
     // ---------------------------------------------------------------- stateful sink V2
 
-    public static final class LongSer implements SimpleVersionedSerializer<Long>, java.io.Serializable {
-        @Override
-        public int getVersion() {
-            return 1;
+    /** The writer of the sink with writer state: Fns.CountingWriter as 1.15's StatefulSinkWriter. */
+    static final class Writer extends Fns.CountingWriter implements StatefulSink.StatefulSinkWriter<Long, Long> {
+        Writer(Collection<Long> restored) {
+            super(restored);
         }
-
-        @Override
-        public byte[] serialize(Long v) {
-            return ByteBuffer.allocate(8).putLong(v).array();
-        }
-
-        @Override
-        public Long deserialize(int version, byte[] b) throws IOException {
-            return ByteBuffer.wrap(b).getLong();
-        }
-    }
-
-    public static final class CountingWriter implements StatefulSink.StatefulSinkWriter<Long, Long> {
-        long count;
-
-        CountingWriter(Collection<Long> restored) {
-            for (Long x : restored) {
-                count += x;
-            }
-        }
-
-        @Override
-        public void write(Long element, Context context) {
-            count++;
-        }
-
-        @Override
-        public void flush(boolean endOfInput) {}
-
-        @Override
-        public List<Long> snapshotState(long checkpointId) {
-            return Collections.singletonList(count);
-        }
-
-        @Override
-        public void close() {}
     }
 
     public static final class CountingSink implements StatefulSink<Long, Long> {
         @Override
         public StatefulSinkWriter<Long, Long> createWriter(InitContext context) {
-            return new CountingWriter(Collections.emptyList());
+            return new Writer(Collections.emptyList());
         }
 
         @Override
         public StatefulSinkWriter<Long, Long> restoreWriter(InitContext context, Collection<Long> state) {
-            return new CountingWriter(state);
+            return new Writer(state);
         }
 
         @Override
         public SimpleVersionedSerializer<Long> getWriterStateSerializer() {
-            return new LongSer();
+            return new Fns.LongSer();
         }
     }
 
