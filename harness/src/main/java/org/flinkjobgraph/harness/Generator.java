@@ -9,6 +9,14 @@ import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.apache.flink.streaming.api.transformations.PartitionTransformation;
+import org.apache.flink.streaming.runtime.partitioner.BroadcastPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.ForwardPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.GlobalPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.RebalancePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.RescalePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.ShufflePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.StreamPartitioner;
 import org.apache.flink.util.OutputTag;
 
 import java.util.ArrayList;
@@ -465,13 +473,13 @@ public final class Generator {
         } else if ((x -= 0.11) < 0) {
             log("partitionCustom");
             return ds.partitionCustom(new Fns.PartFn(), new Fns.KeySel());
-        } else if (!c.exchangeModes().isEmpty()) {
+        } else if (!exchangeModes().isEmpty()) {
             String[] parts = {"FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL"};
             String part = pick(parts);
             if (part.equals("FORWARD") && in.par == MIXED) {
                 part = "REBALANCE";
             }
-            List<String> modes = c.exchangeModes();
+            List<String> modes = exchangeModes();
             String mode = pick(modes);
             // keep the rejected HYBRID modes (streaming jobs) to a few percent of the programs
             if (mode.startsWith("HYBRID") && !allowHybrid) {
@@ -479,11 +487,39 @@ public final class Generator {
             }
             log("PartitionTransformation(" + part + ", " + mode + ")");
             locked[0] = part.equals("FORWARD");
-            return c.partition(ds, part, mode);
+            return partition(ds, part, mode);
         } else {
             log("rebalance");
             return ds.rebalance();
         }
+    }
+
+    /** The exchange modes of the line's PartitionTransformation (ExchangeModes) but UNDEFINED. */
+    static List<String> exchangeModes() {
+        List<String> out = new ArrayList<>();
+        for (Enum<?> m : ExchangeModes.type().getEnumConstants()) {
+            if (!m.name().equals("UNDEFINED")) {
+                out.add(m.name());
+            }
+        }
+        return out;
+    }
+
+    /** An explicit PartitionTransformation: the partitioner named, the line's exchange mode named. */
+    static DataStream<Long> partition(DataStream<Long> in, String partitioner, String exchangeMode) {
+        StreamPartitioner<Long> p;
+        switch (partitioner) {
+            case "FORWARD": p = new ForwardPartitioner<>(); break;
+            case "REBALANCE": p = new RebalancePartitioner<>(); break;
+            case "RESCALE": p = new RescalePartitioner<>(); break;
+            case "SHUFFLE": p = new ShufflePartitioner<>(); break;
+            case "BROADCAST": p = new BroadcastPartitioner<>(); break;
+            case "GLOBAL": p = new GlobalPartitioner<>(); break;
+            default: throw new IllegalArgumentException(partitioner);
+        }
+        return new DataStream<>(
+                in.getExecutionEnvironment(),
+                new PartitionTransformation<>(in.getTransformation(), p, Enum.valueOf(ExchangeModes.type(), exchangeMode)));
     }
 
     /** name/uid/parallelism/... on a freshly created operator. Returns the effective parallelism. */
@@ -804,7 +840,13 @@ public final class Generator {
             hh = uidHash();
             log("multi.setUidHash(" + hh + ")");
         }
-        SingleOutputStreamOperator<Long> op = c.multipleInput(env, inputs, name, st, par, u, hh);
+        SingleOutputStreamOperator<Long> op = c.multipleInput(env, inputs, name, st, par);
+        if (u != null) {
+            op.uid(u);
+        }
+        if (hh != null) {
+            op.setUidHash(hh);
+        }
         log("#" + id(op) + "=MultipleInputTransformation(" + name + ", " + st + ", n=" + n
                 + ", p=" + par + ")");
         nodes++;
