@@ -61,6 +61,17 @@ public final class Fns {
         return in.addSink(new Snk());
     }
 
+    /** The stateless one-input operator named: map, filter, flatMap or process. */
+    public static SingleOutputStreamOperator<Long> simple(DataStream<Long> in, String what) {
+        switch (what) {
+            case "map": return in.map(new MapFn());
+            case "filter": return in.filter(new FilterFn());
+            case "flatMap": return in.flatMap(new FlatMapFn());
+            case "process": return in.process(new ProcFn());
+            default: throw new IllegalArgumentException(what);
+        }
+    }
+
     public static class MapFn implements MapFunction<Long, Long> {
         @Override
         public Long map(Long v) {

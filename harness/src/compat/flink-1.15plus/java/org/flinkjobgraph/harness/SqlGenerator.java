@@ -95,46 +95,24 @@ public final class SqlGenerator {
 
     static final String EXEC_OPTS = "org.apache.flink.table.api.config.ExecutionConfigOptions";
 
-    /** One generated program as a spec record with Flink's answer (same layout as Main.one). */
+    /** One generated program as a spec record with Flink's answer (Main.record). */
     public static Map<String, Object> record(
             String graphId, long seed, int index, long caseSeed, boolean batch) throws Exception {
         SqlGenerator g = new SqlGenerator(caseSeed, batch);
         StreamGraph sg = g.build();
-        sg.setJobName(graphId);
-        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
-        Map<String, Object> exp = JobGraphExpected.compute(sg);
-        String problem = JobGraphExpected.check(rec, exp);
-        if (problem != null) {
-            throw new IllegalStateException("sanity check failed: " + problem);
-        }
-        rec.put("expected", exp);
         Map<String, Object> meta = new LinkedHashMap<>();
-        meta.put("seed", seed);
-        meta.put("index", index);
-        meta.put("case_seed", caseSeed);
         meta.put("kind", "SQL");
         if (batch) {
             meta.put("runtime_mode", "BATCH");
         }
-        meta.put("program", new ArrayList<>(g.program));
-        rec.put("meta", meta);
-        return rec;
+        return Main.record(sg, graphId, seed, index, caseSeed, meta, g.program);
     }
 
     StreamGraph build() throws Exception {
         Generator.resetFlinkCounters();
         Map<String, String> conf = new TreeMap<>();
         if (batch) {
-            conf.put("execution.runtime-mode", "BATCH");
-            double x = r.nextDouble();
-            if (x < 0.25) {
-                conf.put("jobmanager.scheduler", "Default");
-            } else if (x < 0.45) {
-                conf.put("jobmanager.scheduler", "AdaptiveBatch");
-            }
-            if (p(0.2)) {
-                conf.put("execution.batch.adaptive.auto-parallelism.enabled", "false");
-            }
+            Generator.batchSettings(r, conf);
         }
         if (new CompatImpl().hasChainMaxParallelismOption() && p(0.08)) {
             conf.put(Compat115Plus.CHAIN_MAX_PAR_KEY, "false");
