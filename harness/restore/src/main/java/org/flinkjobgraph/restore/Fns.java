@@ -148,6 +148,16 @@ public final class Fns {
         public void close() {}
     }
 
+    /**
+     * The sink with writer state as far as it is the same on every line: the state's serializer.
+     * The lines' subclasses declare their sink interfaces and create their {@link CountingWriter}s.
+     */
+    public abstract static class CountingSinkBase implements java.io.Serializable {
+        public SimpleVersionedSerializer<Long> getWriterStateSerializer() {
+            return new LongSer();
+        }
+    }
+
     /** The writer state's serializer (a long). */
     public static final class LongSer implements SimpleVersionedSerializer<Long>, java.io.Serializable {
         @Override
@@ -168,11 +178,18 @@ public final class Fns {
 
     // ------------------------------------------------------------------ keys
 
-    public static final class LongKey implements KeySelector<Long, Long> {
+    /** The key v % mod; LongKey and StringKey give it as a Long or a String (a key type change). */
+    abstract static class ModKey<K> implements KeySelector<Long, K> {
         final int mod;
 
-        public LongKey(int mod) {
+        ModKey(int mod) {
             this.mod = mod;
+        }
+    }
+
+    public static final class LongKey extends ModKey<Long> {
+        public LongKey(int mod) {
+            super(mod);
         }
 
         @Override
@@ -181,11 +198,9 @@ public final class Fns {
         }
     }
 
-    public static final class StringKey implements KeySelector<Long, String> {
-        final int mod;
-
+    public static final class StringKey extends ModKey<String> {
         public StringKey(int mod) {
-            this.mod = mod;
+            super(mod);
         }
 
         @Override
@@ -233,17 +248,37 @@ public final class Fns {
 
     // ------------------------------------------------------------------ keyed state
 
+    /**
+     * A keyed function with one ValueState&lt;Long&gt;, registered when the first record arrives
+     * (as the keyed functions here do: a savepoint taken before any record reached the operator
+     * has no state of it).
+     */
+    abstract static class OneValueFn<K> extends KeyedProcessFunction<K, Long, Long> {
+        private final String stateName;
+        private transient ValueState<Long> state;
+
+        OneValueFn(String stateName) {
+            this.stateName = stateName;
+        }
+
+        ValueState<Long> state() {
+            if (state == null) {
+                state = getRuntimeContext().getState(new ValueStateDescriptor<>(stateName, Types.LONG));
+            }
+            return state;
+        }
+    }
+
     /** KCOUNT: keyed ValueState "count" (works with any key type). */
-    public static final class CountFn<K> extends KeyedProcessFunction<K, Long, Long> {
-        private transient ValueState<Long> count;
+    public static final class CountFn<K> extends OneValueFn<K> {
+        public CountFn() {
+            super("count");
+        }
 
         @Override
         public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
-            if (count == null) {
-                count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
-            }
-            Long c = count.value();
-            count.update(c == null ? 1L : c + 1);
+            Long c = state().value();
+            state().update(c == null ? 1L : c + 1);
             out.collect(v);
         }
     }
@@ -268,15 +303,14 @@ public final class Fns {
     }
 
     /** KRECENT: keyed ValueState "last-seen" plus an event-time-free processing timer. */
-    public static final class RecentFn<K> extends KeyedProcessFunction<K, Long, Long> {
-        private transient ValueState<Long> last;
+    public static final class RecentFn<K> extends OneValueFn<K> {
+        public RecentFn() {
+            super("last-seen");
+        }
 
         @Override
         public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
-            if (last == null) {
-                last = getRuntimeContext().getState(new ValueStateDescriptor<>("last-seen", Types.LONG));
-            }
-            last.update(v);
+            state().update(v);
             ctx.timerService().registerProcessingTimeTimer(
                     (ctx.timerService().currentProcessingTime() / 60_000L + 60) * 60_000L);
             out.collect(v);

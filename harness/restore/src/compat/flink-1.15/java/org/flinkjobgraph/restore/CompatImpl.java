@@ -12,7 +12,6 @@ import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.io.InputStatus;
-import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
 import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -156,7 +155,7 @@ public class CompatImpl implements Compat {
         }
     }
 
-    public static final class CountingSink implements StatefulSink<Long, Long> {
+    public static final class CountingSink extends Fns.CountingSinkBase implements StatefulSink<Long, Long> {
         @Override
         public StatefulSinkWriter<Long, Long> createWriter(InitContext context) {
             return new Writer(Collections.emptyList());
@@ -165,11 +164,6 @@ public class CompatImpl implements Compat {
         @Override
         public StatefulSinkWriter<Long, Long> restoreWriter(InitContext context, Collection<Long> state) {
             return new Writer(state);
-        }
-
-        @Override
-        public SimpleVersionedSerializer<Long> getWriterStateSerializer() {
-            return new Fns.LongSer();
         }
     }
 

@@ -13,7 +13,6 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
-import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
@@ -77,7 +76,8 @@ public abstract class Compat120Plus implements Compat {
      * abstract createWriter(InitContext), which 2.x no longer knows: each line's CompatImpl makes
      * the concrete class.
      */
-    public abstract static class CountingSink implements Sink<Long>, SupportsWriterState<Long, Long> {
+    public abstract static class CountingSink extends Fns.CountingSinkBase
+            implements Sink<Long>, SupportsWriterState<Long, Long> {
         @Override
         public SinkWriter<Long> createWriter(WriterInitContext context) {
             return new Writer(Collections.emptyList());
@@ -86,11 +86,6 @@ public abstract class Compat120Plus implements Compat {
         @Override
         public StatefulSinkWriter<Long, Long> restoreWriter(WriterInitContext context, Collection<Long> state) {
             return new Writer(state);
-        }
-
-        @Override
-        public SimpleVersionedSerializer<Long> getWriterStateSerializer() {
-            return new Fns.LongSer();
         }
     }
 }
