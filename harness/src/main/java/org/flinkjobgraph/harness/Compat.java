@@ -6,12 +6,15 @@ import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
+import java.util.Collections;
 import java.util.List;
 
 /**
  * The Flink-version-specific part of the harness. One implementation per API family lives in
- * src/compat/&lt;dir&gt;/java (class org.flinkjobgraph.harness.CompatImpl) and is selected by the
- * Maven profile. Everything else (generator, exporter, expected-answer extraction) is shared.
+ * src/compat/flink-&lt;lines&gt;/java (class org.flinkjobgraph.harness.CompatImpl: flink-1.9,
+ * flink-1.15-1.20, flink-2.x; the 1.15+ lines share Compat115Plus in flink-1.15plus) and is
+ * selected by the Maven profile. Everything else (generator, exporter, expected-answer
+ * extraction) is shared.
  */
 public interface Compat {
 
@@ -43,30 +46,35 @@ public interface Compat {
     /** Whether this version has the chain-operators-with-different-max-parallelism option. */
     boolean hasChainMaxParallelismOption();
 
-    // ---- sources ----
-    /** env.addSource(SourceFunction or ParallelSourceFunction[, name]). */
-    SingleOutputStreamOperator<Long> legacySource(
-            StreamExecutionEnvironment env, boolean parallel, String nameOrNull);
-
+    // ---- sources (legacy SourceFunctions: Fns.legacySource) ----
     /** A legacy (SourceFunction based) collection source: env.fromElements / fromCollection. */
     SingleOutputStreamOperator<Long> legacyCollectionSource(StreamExecutionEnvironment env);
 
+    // FLIP-27 sources, sink V2 and MultipleInputTransformation came after 1.9: by default a line
+    // has none of them (Compat115Plus has them all)
+
     /** FLIP-27 sources available? */
-    boolean hasFlip27();
+    default boolean hasFlip27() {
+        return false;
+    }
 
     /** env.fromSource(new NumberSequenceSource(..), noWatermarks, name). */
-    SingleOutputStreamOperator<Long> flip27Source(StreamExecutionEnvironment env, String name);
+    default SingleOutputStreamOperator<Long> flip27Source(StreamExecutionEnvironment env, String name) {
+        throw new UnsupportedOperationException("no FLIP-27 sources in Flink " + StreamGraphSpecExporter.flinkLine());
+    }
 
     /** env.fromSequence (FLIP-27 "Sequence Source"). */
     SingleOutputStreamOperator<Long> fromSequence(StreamExecutionEnvironment env);
 
-    // ---- sinks ----
-    DataStreamSink<Long> legacySink(DataStream<Long> in);
-
+    // ---- sinks (legacy SinkFunction: Fns.legacySink) ----
     /** Sink V2 kinds this version supports: plain, pre-write, committer, full topology, DiscardingSink. */
-    List<String> sinkV2Kinds();
+    default List<String> sinkV2Kinds() {
+        return Collections.emptyList();
+    }
 
-    DataStreamSink<Long> sinkV2(DataStream<Long> in, String kind);
+    default DataStreamSink<Long> sinkV2(DataStream<Long> in, String kind) {
+        throw new UnsupportedOperationException("no sink V2 in Flink " + StreamGraphSpecExporter.flinkLine());
+    }
 
     // ---- operators ----
     /** Chaining strategies a custom operator can have in this version. */
@@ -77,29 +85,33 @@ public interface Compat {
     SingleOutputStreamOperator<Long> transformTwo(
             ConnectedStreams<Long, Long> in, String name, String strategy);
 
-    boolean hasMultipleInput();
+    default boolean hasMultipleInput() {
+        return false;
+    }
 
-    /** A MultipleInputTransformation over {@code inputs} with a factory of the given strategy. */
-    SingleOutputStreamOperator<Long> multipleInput(
-            StreamExecutionEnvironment env,
-            List<DataStream<Long>> inputs,
-            String name,
-            String strategy,
-            int parallelism,
-            String uidOrNull,
-            String uidHashOrNull);
+    /**
+     * A MultipleInputTransformation over {@code inputs} with a factory of the given strategy (uid
+     * and uid hash, if any, are set on the result).
+     */
+    default SingleOutputStreamOperator<Long> multipleInput(
+            StreamExecutionEnvironment env, List<DataStream<Long>> inputs, String name, String strategy, int parallelism) {
+        throw new UnsupportedOperationException("no MultipleInputTransformation in Flink " + StreamGraphSpecExporter.flinkLine());
+    }
 
-    /** Exchange modes for an explicit PartitionTransformation (UNDEFINED excluded). */
-    List<String> exchangeModes();
+    // ---- iterations: DataStream.iterate() up to 1.20, gone in 2.x (hence by reflection) ----
+    default boolean hasIterations() {
+        return Refl.find(DataStream.class, "iterate", 0) != null;
+    }
 
-    DataStream<Long> partition(DataStream<Long> in, String partitioner, String exchangeMode);
+    @SuppressWarnings("unchecked")
+    default DataStream<Long> iterate(DataStream<Long> in) {
+        return (DataStream<Long>) Refl.call(in, "iterate", null);
+    }
 
-    // ---- iterations (1.x only) ----
-    boolean hasIterations();
-
-    DataStream<Long> iterate(DataStream<Long> in);
-
-    void closeWith(DataStream<Long> iterationHead, DataStream<Long> feedback);
+    /** IterativeStream.closeWith(feedback). */
+    default void closeWith(DataStream<Long> iterationHead, DataStream<Long> feedback) {
+        Refl.call(iterationHead, "closeWith", null, feedback);
+    }
 
     /** Version-specific "ALWAYS"/... names the SPEC uses for ChainingStrategy values. */
     default String strategyName(Object chainingStrategy) {

@@ -8,6 +8,10 @@ import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.functions.async.AsyncFunction;
@@ -23,7 +27,10 @@ import org.apache.flink.util.OutputTag;
 
 import java.util.Collections;
 
-/** Serializable user functions (all Long -> Long). The programs are never executed. */
+/**
+ * Serializable user functions (all Long -> Long). The programs are never executed: some are bare
+ * stubs (empty bodies), the rest have a body only to read naturally.
+ */
 public final class Fns {
     private Fns() {}
 
@@ -31,6 +38,41 @@ public final class Fns {
 
     public static MapStateDescriptor<Long, Long> bcastDescriptor() {
         return new MapStateDescriptor<>("bcast-state", Types.LONG, Types.LONG);
+    }
+
+    /** Legacy SourceFunction (through {@link LegacyApi}: its package depends on the line). */
+    public static class Src implements LegacyApi.Source<Long> {
+        @Override
+        public void run(SourceContext<Long> ctx) {}
+
+        @Override
+        public void cancel() {}
+    }
+
+    public static class ParSrc extends Src implements LegacyApi.ParallelSource<Long> {}
+
+    public static class Snk implements LegacyApi.Sink<Long> {}
+
+    /** env.addSource(SourceFunction or ParallelSourceFunction[, name]). */
+    public static SingleOutputStreamOperator<Long> legacySource(
+            StreamExecutionEnvironment env, boolean parallel, String nameOrNull) {
+        Src f = parallel ? new ParSrc() : new Src();
+        return nameOrNull == null ? env.addSource(f) : env.addSource(f, nameOrNull);
+    }
+
+    public static DataStreamSink<Long> legacySink(DataStream<Long> in) {
+        return in.addSink(new Snk());
+    }
+
+    /** The stateless one-input operator named: map, filter, flatMap or process. */
+    public static SingleOutputStreamOperator<Long> simple(DataStream<Long> in, String what) {
+        switch (what) {
+            case "map": return in.map(new MapFn());
+            case "filter": return in.filter(new FilterFn());
+            case "flatMap": return in.flatMap(new FlatMapFn());
+            case "process": return in.process(new ProcFn());
+            default: throw new IllegalArgumentException(what);
+        }
     }
 
     public static class MapFn implements MapFunction<Long, Long> {
@@ -116,26 +158,18 @@ public final class Fns {
 
     public static class CoProcFn extends CoProcessFunction<Long, Long, Long> {
         @Override
-        public void processElement1(Long v, Context ctx, Collector<Long> out) {
-            out.collect(v);
-        }
+        public void processElement1(Long v, Context ctx, Collector<Long> out) {}
 
         @Override
-        public void processElement2(Long v, Context ctx, Collector<Long> out) {
-            out.collect(v);
-        }
+        public void processElement2(Long v, Context ctx, Collector<Long> out) {}
     }
 
     public static class KeyedCoProcFn extends KeyedCoProcessFunction<Long, Long, Long, Long> {
         @Override
-        public void processElement1(Long v, Context ctx, Collector<Long> out) {
-            out.collect(v);
-        }
+        public void processElement1(Long v, Context ctx, Collector<Long> out) {}
 
         @Override
-        public void processElement2(Long v, Context ctx, Collector<Long> out) {
-            out.collect(v);
-        }
+        public void processElement2(Long v, Context ctx, Collector<Long> out) {}
     }
 
     public static class BcastFn extends BroadcastProcessFunction<Long, Long, Long> {

@@ -9,6 +9,14 @@ import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.apache.flink.streaming.api.transformations.PartitionTransformation;
+import org.apache.flink.streaming.runtime.partitioner.BroadcastPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.ForwardPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.GlobalPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.RebalancePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.RescalePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.ShufflePartitioner;
+import org.apache.flink.streaming.runtime.partitioner.StreamPartitioner;
 import org.apache.flink.util.OutputTag;
 
 import java.util.ArrayList;
@@ -17,6 +25,8 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Builds one random DataStream program from a seed with the real Flink API and returns its
@@ -134,6 +144,39 @@ public final class Generator {
         program.add(s);
     }
 
+    /**
+     * Optional settings of one node: each is drawn with its probability, applied and logged as
+     * {@code <pre>.<method>(<value>)} ({@code pre} = "#<transformation id>").
+     */
+    private final class Settings {
+        final String pre;
+
+        Settings(String pre) {
+            this.pre = pre;
+        }
+
+        /** With probability {@code prob}: a value drawn, applied and logged; else null (nothing drawn). */
+        <T> T maybe(double prob, String method, Supplier<T> draw, Consumer<T> apply) {
+            if (!p(prob)) {
+                return null;
+            }
+            T v = draw.get();
+            apply.accept(v);
+            log(pre + "." + method + "(" + v + ")");
+            return v;
+        }
+
+        /** With probability {@code prob}: a call without arguments, logged. Whether it was made. */
+        boolean maybe(double prob, String method, Runnable apply) {
+            if (!p(prob)) {
+                return false;
+            }
+            apply.run();
+            log(pre + "." + method + "()");
+            return true;
+        }
+    }
+
     // ------------------------------------------------------------------ build
 
     /**
@@ -206,11 +249,12 @@ public final class Generator {
     }
 
     /**
-     * The configuration of a BATCH program: runtime mode BATCH; the scheduler is Flink's default
-     * for batch (the adaptive batch scheduler: a dynamic graph) or, in a quarter of the programs,
-     * the default scheduler (a static graph); automatic parallelism is sometimes switched off.
+     * The configuration of a BATCH program (SqlGenerator's too): runtime mode BATCH; the scheduler
+     * is Flink's default for batch (the adaptive batch scheduler: a dynamic graph) or, in a quarter
+     * of the programs, the default scheduler (a static graph); automatic parallelism is sometimes
+     * switched off.
      */
-    private void batchConf(java.util.Map<String, String> conf) {
+    static void batchSettings(Random r, java.util.Map<String, String> conf) {
         conf.put("execution.runtime-mode", "BATCH");
         double x = r.nextDouble();
         if (x < 0.25) {
@@ -219,9 +263,14 @@ public final class Generator {
             // the default for BATCH from 1.17 on; 1.15/1.16 need it set for a dynamic graph
             conf.put("jobmanager.scheduler", "AdaptiveBatch");
         }
-        if (p(0.2)) {
+        if (r.nextDouble() < 0.2) {
             conf.put("execution.batch.adaptive.auto-parallelism.enabled", "false");
         }
+    }
+
+    /** batchSettings, hybrid exchanges sometimes allowed, and the configuration in the program log. */
+    private void batchConf(java.util.Map<String, String> conf) {
+        batchSettings(r, conf);
         if (p(0.15)) {
             allowHybrid = true; // hybrid exchanges are allowed in BATCH jobs
         }
@@ -353,7 +402,7 @@ public final class Generator {
     private H legacySourceHandle() {
         boolean parallel = p(0.45);
         String name = p(0.4) ? pick(SOURCE_NAMES) + (p(0.3) ? "-" + (counter++) : "") : null;
-        SingleOutputStreamOperator<Long> s = c.legacySource(env, parallel, name);
+        SingleOutputStreamOperator<Long> s = Fns.legacySource(env, parallel, name);
         log("#" + id(s) + "=addSource(" + (parallel ? "ParallelSourceFunction" : "SourceFunction")
                 + ", " + name + ")");
         nodes++;
@@ -378,16 +427,9 @@ public final class Generator {
             s.setParallelism(forcedPar);
             log("#" + id(s) + ".setParallelism(" + forcedPar + ")");
             h.par = forcedPar;
-            if (p(0.5)) {
-                String u = uid();
-                s.uid(u);
-                log("#" + id(s) + ".uid(" + u + ")");
-            }
-            if (p(0.1)) {
-                String hh = uidHash();
-                s.setUidHash(hh);
-                log("#" + id(s) + ".setUidHash(" + hh + ")");
-            }
+            Settings set = new Settings("#" + id(s));
+            set.maybe(0.5, "uid", this::uid, s::uid);
+            set.maybe(0.1, "setUidHash", this::uidHash, s::setUidHash);
         } else {
             sourceMods(s, h, true);
         }
@@ -395,37 +437,16 @@ public final class Generator {
     }
 
     private void sourceMods(SingleOutputStreamOperator<Long> s, H h, boolean parallel) {
-        String pre = "#" + id(s);
-        if (parallel && p(0.3)) {
-            int par = pickInt(PARS);
-            s.setParallelism(par);
+        Settings set = new Settings("#" + id(s));
+        Integer par = parallel ? set.maybe(0.3, "setParallelism", () -> pickInt(PARS), s::setParallelism) : null;
+        if (par != null) {
             h.par = par;
-            log(pre + ".setParallelism(" + par + ")");
         }
-        if (p(0.05)) {
-            int mp = pickInt(MAX_PARS);
-            s.setMaxParallelism(mp);
-            log(pre + ".setMaxParallelism(" + mp + ")");
-        }
-        if (p(0.04)) {
-            String g = pick(SSG);
-            s.slotSharingGroup(g);
-            log(pre + ".slotSharingGroup(" + g + ")");
-        }
-        if (p(0.5)) {
-            String u = uid();
-            s.uid(u);
-            log(pre + ".uid(" + u + ")");
-        }
-        if (p(0.07)) {
-            String hh = uidHash();
-            s.setUidHash(hh);
-            log(pre + ".setUidHash(" + hh + ")");
-        }
-        if (p(0.06)) {
-            s.disableChaining();
-            log(pre + ".disableChaining()");
-        }
+        set.maybe(0.05, "setMaxParallelism", () -> pickInt(MAX_PARS), s::setMaxParallelism);
+        set.maybe(0.04, "slotSharingGroup", () -> pick(SSG), s::slotSharingGroup);
+        set.maybe(0.5, "uid", this::uid, s::uid);
+        set.maybe(0.07, "setUidHash", this::uidHash, s::setUidHash);
+        set.maybe(0.06, "disableChaining", s::disableChaining);
     }
 
     // ------------------------------------------------------------------ operators
@@ -437,41 +458,19 @@ public final class Generator {
         if (!p(prob)) {
             return in.ds;
         }
-        double x = r.nextDouble();
+        int slot = slot(r.nextDouble(), EXCHANGE_WEIGHTS);
         DataStream<Long> ds = in.ds;
-        if ((x -= 0.30) < 0) {
-            log("rebalance");
-            return ds.rebalance();
-        } else if ((x -= 0.15) < 0) {
-            log("rescale");
-            return ds.rescale();
-        } else if ((x -= 0.12) < 0) {
-            log("shuffle");
-            return ds.shuffle();
-        } else if ((x -= 0.06) < 0) {
-            log("broadcast");
-            return ds.broadcast();
-        } else if ((x -= 0.06) < 0) {
-            log("global");
-            return ds.global();
-        } else if ((x -= 0.10) < 0) {
-            if (in.par == MIXED) {
-                log("rebalance");
-                return ds.rebalance();
-            }
-            log("forward");
-            locked[0] = true;
-            return ds.forward();
-        } else if ((x -= 0.11) < 0) {
-            log("partitionCustom");
-            return ds.partitionCustom(new Fns.PartFn(), new Fns.KeySel());
-        } else if (!c.exchangeModes().isEmpty()) {
+        if (slot >= 0) {
+            String how = EXCHANGES[slot].equals("forward") && in.par == MIXED ? "rebalance" : EXCHANGES[slot];
+            locked[0] = how.equals("forward");
+            return exchange(ds, how);
+        } else if (!exchangeModes().isEmpty()) {
             String[] parts = {"FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL"};
             String part = pick(parts);
             if (part.equals("FORWARD") && in.par == MIXED) {
                 part = "REBALANCE";
             }
-            List<String> modes = c.exchangeModes();
+            List<String> modes = exchangeModes();
             String mode = pick(modes);
             // keep the rejected HYBRID modes (streaming jobs) to a few percent of the programs
             if (mode.startsWith("HYBRID") && !allowHybrid) {
@@ -479,59 +478,87 @@ public final class Generator {
             }
             log("PartitionTransformation(" + part + ", " + mode + ")");
             locked[0] = part.equals("FORWARD");
-            return c.partition(ds, part, mode);
+            return partition(ds, part, mode);
         } else {
-            log("rebalance");
-            return ds.rebalance();
+            return exchange(ds, "rebalance");
         }
+    }
+
+    /** maybePartition's exchanges and their probabilities (the rest: an explicit PartitionTransformation). */
+    private static final String[] EXCHANGES = {
+        "rebalance", "rescale", "shuffle", "broadcast", "global", "forward", "partitionCustom"
+    };
+    private static final double[] EXCHANGE_WEIGHTS = {0.30, 0.15, 0.12, 0.06, 0.06, 0.10, 0.11};
+
+    /** The slot of {@code weights} a draw {@code x} falls in (the weights taken off in turn), -1 past them all. */
+    private static int slot(double x, double[] weights) {
+        for (int i = 0; i < weights.length; i++) {
+            if ((x -= weights[i]) < 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The exchange named (a DataStream method: rebalance, rescale, ..., partitionCustom), logged. */
+    private DataStream<Long> exchange(DataStream<Long> ds, String how) {
+        log(how);
+        switch (how) {
+            case "rebalance": return ds.rebalance();
+            case "rescale": return ds.rescale();
+            case "shuffle": return ds.shuffle();
+            case "broadcast": return ds.broadcast();
+            case "global": return ds.global();
+            case "forward": return ds.forward();
+            case "partitionCustom": return ds.partitionCustom(new Fns.PartFn(), new Fns.KeySel());
+            default: throw new IllegalArgumentException(how);
+        }
+    }
+
+    /** The exchange modes of the line's PartitionTransformation (ExchangeModes) but UNDEFINED. */
+    static List<String> exchangeModes() {
+        List<String> out = new ArrayList<>();
+        for (Enum<?> m : ExchangeModes.type().getEnumConstants()) {
+            if (!m.name().equals("UNDEFINED")) {
+                out.add(m.name());
+            }
+        }
+        return out;
+    }
+
+    /** An explicit PartitionTransformation: the partitioner named, the line's exchange mode named. */
+    static DataStream<Long> partition(DataStream<Long> in, String partitioner, String exchangeMode) {
+        StreamPartitioner<Long> p;
+        switch (partitioner) {
+            case "FORWARD": p = new ForwardPartitioner<>(); break;
+            case "REBALANCE": p = new RebalancePartitioner<>(); break;
+            case "RESCALE": p = new RescalePartitioner<>(); break;
+            case "SHUFFLE": p = new ShufflePartitioner<>(); break;
+            case "BROADCAST": p = new BroadcastPartitioner<>(); break;
+            case "GLOBAL": p = new GlobalPartitioner<>(); break;
+            default: throw new IllegalArgumentException(partitioner);
+        }
+        return new DataStream<>(
+                in.getExecutionEnvironment(),
+                new PartitionTransformation<>(in.getTransformation(), p, Enum.valueOf(ExchangeModes.type(), exchangeMode)));
     }
 
     /** name/uid/parallelism/... on a freshly created operator. Returns the effective parallelism. */
     private int opMods(SingleOutputStreamOperator<Long> op, int par, boolean locked) {
-        String pre = "#" + id(op);
-        if (p(0.45)) {
-            String n = opName();
-            op.name(n);
-            log(pre + ".name(" + n + ")");
+        Settings set = new Settings("#" + id(op));
+        set.maybe(0.45, "name", this::opName, op::name);
+        Integer own = locked ? null : set.maybe(0.28, "setParallelism", () -> pickInt(PARS), op::setParallelism);
+        set.maybe(0.08, "setMaxParallelism", () -> pickInt(MAX_PARS), op::setMaxParallelism);
+        set.maybe(0.045, "slotSharingGroup", () -> pick(SSG), op::slotSharingGroup);
+        set.maybe(0.5, "uid", this::uid, op::uid);
+        set.maybe(0.07, "setUidHash", this::uidHash, op::setUidHash);
+        if (!set.maybe(0.05, "disableChaining", op::disableChaining)) {
+            set.maybe(0.04, "startNewChain", op::startNewChain);
         }
-        if (!locked && p(0.28)) {
-            par = pickInt(PARS);
-            op.setParallelism(par);
-            log(pre + ".setParallelism(" + par + ")");
+        if (!locked && set.maybe(0.012, "forceNonParallel", op::forceNonParallel)) {
+            return 1;
         }
-        if (p(0.08)) {
-            int mp = pickInt(MAX_PARS);
-            op.setMaxParallelism(mp);
-            log(pre + ".setMaxParallelism(" + mp + ")");
-        }
-        if (p(0.045)) {
-            String g = pick(SSG);
-            op.slotSharingGroup(g);
-            log(pre + ".slotSharingGroup(" + g + ")");
-        }
-        if (p(0.5)) {
-            String u = uid();
-            op.uid(u);
-            log(pre + ".uid(" + u + ")");
-        }
-        if (p(0.07)) {
-            String h = uidHash();
-            op.setUidHash(h);
-            log(pre + ".setUidHash(" + h + ")");
-        }
-        if (p(0.05)) {
-            op.disableChaining();
-            log(pre + ".disableChaining()");
-        } else if (p(0.04)) {
-            op.startNewChain();
-            log(pre + ".startNewChain()");
-        }
-        if (!locked && p(0.012)) {
-            op.forceNonParallel();
-            par = 1;
-            log(pre + ".forceNonParallel()");
-        }
-        return par;
+        return own != null ? own : par;
     }
 
     private H opHandle(SingleOutputStreamOperator<Long> op, int inPar, boolean locked) {
@@ -549,22 +576,9 @@ public final class Generator {
     private H simpleOp(H in, boolean allowPartition) {
         boolean[] locked = new boolean[1];
         DataStream<Long> ds = allowPartition ? maybePartition(in, locked, 0.28) : in.ds;
-        SingleOutputStreamOperator<Long> op;
         double x = r.nextDouble();
-        String what;
-        if (x < 0.40) {
-            op = ds.map(new Fns.MapFn());
-            what = "map";
-        } else if (x < 0.60) {
-            op = ds.filter(new Fns.FilterFn());
-            what = "filter";
-        } else if (x < 0.78) {
-            op = ds.flatMap(new Fns.FlatMapFn());
-            what = "flatMap";
-        } else {
-            op = ds.process(new Fns.ProcFn());
-            what = "process";
-        }
+        String what = x < 0.40 ? "map" : x < 0.60 ? "filter" : x < 0.78 ? "flatMap" : "process";
+        SingleOutputStreamOperator<Long> op = Fns.simple(ds, what);
         log("#" + id(op) + "=" + what);
         return opHandle(op, in.par, locked[0]);
     }
@@ -649,11 +663,7 @@ public final class Generator {
         H h = new H(op, p(0.85) ? src.par : envPar);
         h.par = op.getParallelism() > 0 ? op.getParallelism() : envPar;
         h.op = op;
-        if (p(0.4)) {
-            String u = uid();
-            op.uid(u);
-            log("#" + id(op) + ".uid(" + u + ")");
-        }
+        new Settings("#" + id(op)).maybe(0.4, "uid", this::uid, op::uid);
         add(h);
     }
 
@@ -714,21 +724,7 @@ public final class Generator {
 
     private DataStream<Long> maybePartitionNoForward(H h) {
         double x = r.nextDouble();
-        if (x < 0.4) {
-            log("rebalance");
-            return h.ds.rebalance();
-        } else if (x < 0.6) {
-            log("rescale");
-            return h.ds.rescale();
-        } else if (x < 0.8) {
-            log("shuffle");
-            return h.ds.shuffle();
-        } else if (x < 0.9) {
-            log("broadcast");
-            return h.ds.broadcast();
-        }
-        log("partitionCustom");
-        return h.ds.partitionCustom(new Fns.PartFn(), new Fns.KeySel());
+        return exchange(h.ds, x < 0.4 ? "rebalance" : x < 0.6 ? "rescale" : x < 0.8 ? "shuffle" : x < 0.9 ? "broadcast" : "partitionCustom");
     }
 
     private void connect() {
@@ -786,11 +782,7 @@ public final class Generator {
             H s = flip27Handle(pick(SOURCE_NAMES) + (p(0.2) ? "-" + (counter++) : ""),
                     p(0.8) ? par : pickInt(PARS));
             s.uses++;
-            if (p(0.1)) {
-                String g = pick(SSG);
-                ((SingleOutputStreamOperator<Long>) s.ds).slotSharingGroup(g);
-                log("#" + id(s.ds) + ".slotSharingGroup(" + g + ")");
-            }
+            new Settings("#" + id(s.ds)).maybe(0.1, "slotSharingGroup", () -> pick(SSG), s.op::slotSharingGroup);
             inputs.add(inputs.isEmpty() || p(0.5) ? inputs.size() : r.nextInt(inputs.size()), s.ds);
         }
         String name = opName();
@@ -804,7 +796,13 @@ public final class Generator {
             hh = uidHash();
             log("multi.setUidHash(" + hh + ")");
         }
-        SingleOutputStreamOperator<Long> op = c.multipleInput(env, inputs, name, st, par, u, hh);
+        SingleOutputStreamOperator<Long> op = c.multipleInput(env, inputs, name, st, par);
+        if (u != null) {
+            op.uid(u);
+        }
+        if (hh != null) {
+            op.setUidHash(hh);
+        }
         log("#" + id(op) + "=MultipleInputTransformation(" + name + ", " + st + ", n=" + n
                 + ", p=" + par + ")");
         nodes++;
@@ -901,7 +899,7 @@ public final class Generator {
             what = "print";
             nodes++;
         } else if (x < 0.5 || kinds.isEmpty()) {
-            s = c.legacySink(ds);
+            s = Fns.legacySink(ds);
             what = "addSink";
             nodes++;
         } else {
@@ -916,40 +914,22 @@ public final class Generator {
             s.setParallelism(in.par);
             log(pre + ".setParallelism(" + in.par + ")");
         }
-        if (p(0.5)) {
-            String n = pick(SINK_NAMES) + (p(0.25) ? "-" + (counter++) : "");
-            s.name(n);
-            log(pre + ".name(" + n + ")");
+        Settings set = new Settings(pre);
+        set.maybe(0.5, "name", () -> pick(SINK_NAMES) + (p(0.25) ? "-" + (counter++) : ""), s::name);
+        if (!locked[0]) {
+            set.maybe(0.08, "setParallelism", () -> pickInt(PARS), s::setParallelism);
         }
-        if (!locked[0] && p(0.08)) {
-            int par = pickInt(PARS);
-            s.setParallelism(par);
-            log(pre + ".setParallelism(" + par + ")");
-        }
-        if (p(0.07) && Refl.has(s, "setMaxParallelism", 1)) {
+        if (p(0.07) && Refl.has(s, "setMaxParallelism", 1)) { // not every line's DataStreamSink has it
             int mp = pickInt(MAX_PARS);
             Refl.call(s, "setMaxParallelism", null, mp);
             log(pre + ".setMaxParallelism(" + mp + ")");
         }
-        if (p(0.02)) {
-            String g = pick(SSG);
-            s.slotSharingGroup(g);
-            log(pre + ".slotSharingGroup(" + g + ")");
+        set.maybe(0.02, "slotSharingGroup", () -> pick(SSG), s::slotSharingGroup);
+        set.maybe(0.5, "uid", this::uid, s::uid);
+        if (!what.startsWith("sinkTo")) {
+            set.maybe(0.05, "setUidHash", this::uidHash, s::setUidHash);
         }
-        if (p(0.5)) {
-            String u = uid();
-            s.uid(u);
-            log(pre + ".uid(" + u + ")");
-        }
-        if (!what.startsWith("sinkTo") && p(0.05)) {
-            String h = uidHash();
-            s.setUidHash(h);
-            log(pre + ".setUidHash(" + h + ")");
-        }
-        if (p(0.04)) {
-            s.disableChaining();
-            log(pre + ".disableChaining()");
-        }
+        set.maybe(0.04, "disableChaining", s::disableChaining);
     }
 
     private void finish() {

@@ -244,7 +244,7 @@ public final class LongChainGenerator {
             s = c.flip27Source(env, n);
             log("#" + id(s) + "=fromSource(NumberSequenceSource, " + n + ")");
         } else {
-            s = c.legacySource(env, true, n);
+            s = Fns.legacySource(env, true, n);
             log("#" + id(s) + "=addSource(ParallelSourceFunction, " + n + ")");
         }
         s.setParallelism(par);
@@ -268,21 +268,13 @@ public final class LongChainGenerator {
         SingleOutputStreamOperator<Long> op;
         String what;
         double x = r.nextDouble();
-        if (kind.equals("Correlate") || kind.equals("Expand") || kind.equals("TableFunctionScan")) {
-            op = in.flatMap(new Fns.FlatMapFn());
-            what = "flatMap";
-        } else if (x < 0.35) {
+        boolean flat = kind.equals("Correlate") || kind.equals("Expand") || kind.equals("TableFunctionScan");
+        if (!flat && x < 0.35) {
             op = c.transformOne(in, kind, "ALWAYS");
             what = "transform(" + kind + ", ALWAYS)";
-        } else if (x < 0.65) {
-            op = in.map(new Fns.MapFn());
-            what = "map";
-        } else if (x < 0.85) {
-            op = in.filter(new Fns.FilterFn());
-            what = "filter";
         } else {
-            op = in.process(new Fns.ProcFn());
-            what = "process";
+            what = flat ? "flatMap" : x < 0.65 ? "map" : x < 0.85 ? "filter" : "process";
+            op = Fns.simple(in, what);
         }
         log("#" + id(op) + "=" + what);
         mods(op, kind, par);
@@ -390,7 +382,7 @@ public final class LongChainGenerator {
             s = in.print();
             what = "print";
         } else {
-            s = c.legacySink(in);
+            s = Fns.legacySink(in);
             what = "addSink";
         }
         log(what);

@@ -264,7 +264,7 @@ public final class Main {
         Generator.resetFlinkCounters();
         org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
                 compat.createEnv(false);
-        SeedJob.build(env, compat);
+        SeedJob.build(env);
         StreamGraph sg = env.getStreamGraph();
         Map<String, Object> exp = JobGraphExpected.compute(sg);
         String[][] want = {
@@ -292,25 +292,44 @@ public final class Main {
             Compat compat, String graphId, long seed, int index, long caseSeed, int target, boolean batch) {
         Generator g = new Generator(compat, caseSeed, batch);
         StreamGraph sg = g.build(target);
-        sg.setJobName(graphId);
-        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
-        Map<String, Object> exp = JobGraphExpected.compute(sg);
-        String problem = JobGraphExpected.check(rec, exp);
-        if (problem != null) {
-            throw new IllegalStateException("sanity check failed: " + problem);
-        }
-        rec.put("expected", exp);
         Map<String, Object> meta = new LinkedHashMap<>();
-        meta.put("seed", seed);
-        meta.put("index", index);
-        meta.put("case_seed", caseSeed);
         meta.put("target_size", target);
         if (batch) {
             meta.put("runtime_mode", "BATCH");
         }
-        meta.put("program", new ArrayList<>(g.program));
-        rec.put("meta", meta);
+        return record(sg, graphId, seed, index, caseSeed, meta, g.program);
+    }
+
+    /**
+     * A generated program's record (one output line): the spec of {@code sg}, whose job name
+     * becomes the graph id, with Flink's answer as "expected" (sanity-checked: a failure throws
+     * and the case is retried) and as "meta" seed, index, case_seed, the entries of {@code meta},
+     * then the program in words.
+     */
+    static Map<String, Object> record(
+            StreamGraph sg, String graphId, long seed, int index, long caseSeed, Map<String, Object> meta,
+            List<String> program) {
+        sg.setJobName(graphId);
+        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
+        Map<String, Object> exp = JobGraphExpected.compute(sg);
+        sanityCheck(rec, exp);
+        rec.put("expected", exp);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("seed", seed);
+        m.put("index", index);
+        m.put("case_seed", caseSeed);
+        m.putAll(meta);
+        m.put("program", new ArrayList<>(program));
+        rec.put("meta", m);
         return rec;
+    }
+
+    /** Throws if Flink's answer does not fit the spec (JobGraphExpected.check). */
+    static void sanityCheck(Map<String, Object> rec, Map<String, Object> exp) {
+        String problem = JobGraphExpected.check(rec, exp);
+        if (problem != null) {
+            throw new IllegalStateException("sanity check failed: " + problem);
+        }
     }
 
     /**
@@ -318,32 +337,21 @@ public final class Main {
      * largest job vertex has exactly {@code longest} operators (otherwise this attempt throws and
      * the case is retried, in {@code time} too).
      */
+    @SuppressWarnings("unchecked")
     static Map<String, Object> longChainOne(
             Compat compat, String graphId, long seed, int index, long caseSeed, int longest) {
         LongChainGenerator g = new LongChainGenerator(compat, caseSeed);
         StreamGraph sg = g.build(longest);
-        sg.setJobName(graphId);
-        Map<String, Object> rec = StreamGraphSpecExporter.export(sg, graphId);
-        Map<String, Object> exp = JobGraphExpected.compute(sg);
-        checkLongChain(rec, exp, longest);
-        rec.put("expected", exp);
         Map<String, Object> meta = new LinkedHashMap<>();
-        meta.put("seed", seed);
-        meta.put("index", index);
-        meta.put("case_seed", caseSeed);
         meta.put("kind", "long-chain");
         meta.put("longest_chain", longest);
-        meta.put("program", new ArrayList<>(g.program));
-        rec.put("meta", meta);
+        Map<String, Object> rec = record(sg, graphId, seed, index, caseSeed, meta, g.program);
+        checkLongestChain((Map<String, Object>) rec.get("expected"), longest);
         return rec;
     }
 
-    /** The sanity check of every program plus: Flink's largest job vertex has {@code longest} operators. */
-    static void checkLongChain(Map<String, Object> rec, Map<String, Object> exp, int longest) {
-        String problem = JobGraphExpected.check(rec, exp);
-        if (problem != null) {
-            throw new IllegalStateException("sanity check failed: " + problem);
-        }
+    /** Throws unless Flink's largest job vertex has {@code longest} operators. */
+    static void checkLongestChain(Map<String, Object> exp, int longest) {
         int got = LongChainGenerator.longestChain(exp);
         if (got != longest) {
             throw new IllegalStateException("long chain: Flink's longest chain has " + got + " operators, wanted " + longest
@@ -351,7 +359,7 @@ public final class Main {
         }
     }
 
-    /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/modern). */
+    /** A random SQL program (SqlGenerator, Flink 1.15+ only: compiled from src/compat/flink-1.15plus). */
     @SuppressWarnings("unchecked")
     static Map<String, Object> sqlOne(String graphId, long seed, int index, long caseSeed, boolean batch)
             throws Throwable {

@@ -10,9 +10,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 public final class SeedJob {
     private SeedJob() {}
 
-    public static void build(StreamExecutionEnvironment env, Compat compat) {
+    public static void build(StreamExecutionEnvironment env) {
         env.setParallelism(1);
-        DataStream<Long> src = compat.legacySource(env, false, null).uid("source_uid");
+        DataStream<Long> src = Fns.legacySource(env, false, null).uid("source_uid");
         src.map(new Fns.MapFn())
                 .keyBy(new Fns.KeySel())
                 .map(new Fns.MapFn())
@@ -22,7 +22,7 @@ public final class SeedJob {
 
     public static void main(String[] args) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        build(env, new CompatImpl());
+        build(env);
         env.execute("StreamWithStateSample");
     }
 }

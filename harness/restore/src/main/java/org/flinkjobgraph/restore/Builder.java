@@ -9,6 +9,7 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamNode;
+import org.flinkjobgraph.harness.Refl;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -86,7 +87,7 @@ public final class Builder {
         if (n.kind.equals("SRC_FLIP27")) {
             s = compat.flip27Source(env, n.rate, n.name);
         } else {
-            s = compat.legacySource(env, !n.kind.equals("SRC_LEGACY_SINGLE"), n.rate).name(n.name);
+            s = Fns.legacySource(env, !n.kind.equals("SRC_LEGACY_SINGLE"), n.rate).name(n.name);
         }
         return decorate(s, n, txId);
     }
@@ -182,7 +183,7 @@ public final class Builder {
                 s = compat.discardingSink(in);
                 break;
             case "SINK_LEGACY":
-                s = compat.legacySink(in);
+                s = Fns.legacySink(in);
                 break;
             case "SINK_STATEFUL":
                 s = compat.statefulSink(in);

@@ -8,20 +8,16 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
- * What differs between Flink lines for the restore harness: legacy source/sink packages, sink V2
+ * What differs between Flink lines for the restore harness (besides the packages of the legacy
+ * source/sink functions, which {@link org.flinkjobgraph.harness.LegacyApi} names): sink V2
  * interfaces, the FLIP-27 generator source, window assigner factories and the configuration
- * options for restoring and for retained checkpoints. One implementation per line family lives in
- * src/compat/&lt;dir&gt;/java (class CompatImpl), selected by the Maven profile.
+ * options for retained checkpoints. One implementation per line family lives in
+ * src/compat/flink-&lt;lines&gt;/java (class CompatImpl: flink-1.15, flink-1.20, flink-2.x; 1.20 and
+ * 2.x share Compat120Plus in flink-1.20plus), selected by the Maven profile.
  */
 public interface Compat {
-    /** A legacy SourceFunction source with operator ListState "offset", emitting {@code rate}/s. */
-    SingleOutputStreamOperator<Long> legacySource(StreamExecutionEnvironment env, boolean parallel, int rate);
-
     /** A rate-limited FLIP-27 source (split state + enumerator state in the savepoint). */
     SingleOutputStreamOperator<Long> flip27Source(StreamExecutionEnvironment env, int rate, String name);
-
-    /** A legacy SinkFunction sink (stateless). */
-    DataStreamSink<Long> legacySink(DataStream<Long> in);
 
     /** Flink's sink V2 DiscardingSink (stateless writer). */
     DataStreamSink<Long> discardingSink(DataStream<Long> in);
@@ -31,9 +27,6 @@ public interface Compat {
 
     /** keyBy(...).window(TumblingProcessingTimeWindows of 10 min).reduce(sum). */
     <K> SingleOutputStreamOperator<Long> tumblingReduce(KeyedStream<Long, K> in);
-
-    /** What `-s <pointer>` [`--allowNonRestoredState`] puts in the job's configuration. */
-    void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState);
 
     /** Anything the job configuration alone does not reach in this line (default: nothing). */
     default void configureEnv(StreamExecutionEnvironment env, Configuration conf) {}

@@ -1,5 +1,8 @@
 package org.flinkjobgraph.restore;
 
+import org.flinkjobgraph.harness.Json;
+import org.flinkjobgraph.harness.StreamGraphSpecExporter;
+
 import java.io.BufferedOutputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -59,7 +62,7 @@ public final class Main {
         if (out == null || mdOut == null) {
             throw new IllegalArgumentException("--out and --metadata-out are required");
         }
-        String line = SpecExporter.flinkLine();
+        String line = StreamGraphSpecExporter.flinkLine();
         Map<String, Integer> verdicts = new TreeMap<>();
         int retries = 0;
         long t0 = System.currentTimeMillis();
@@ -100,7 +103,7 @@ public final class Main {
         }
         double secs = (System.currentTimeMillis() - t0) / 1000.0;
         System.err.printf("flink %s: %d cases in %.1f s (%.2f s/case), verdicts %s, case errors (retried) %d%n",
-                SpecExporter.flinkVersionFull(), count, secs, secs / Math.max(1, count), verdicts, retries);
+                StreamGraphSpecExporter.flinkVersionFull(), count, secs, secs / Math.max(1, count), verdicts, retries);
     }
 
     static long caseSeed(long seed, int index, int attempt) {

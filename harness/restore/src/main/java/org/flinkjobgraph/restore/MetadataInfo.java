@@ -11,6 +11,7 @@ import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
+import org.flinkjobgraph.harness.Refl;
 
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;

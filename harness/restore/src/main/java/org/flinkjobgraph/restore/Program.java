@@ -27,7 +27,7 @@ public final class Program {
             "rules", "sessions", "dedup", "agg", "counter", "orders", "lookup", "buffer", "window", "enrich");
 
     /** One logical operator of the program. */
-    public static final class Node {
+    public static final class Node implements Cloneable {
         public String id;
         public String kind;
         public String name;
@@ -43,21 +43,14 @@ public final class Program {
         public boolean disableChaining;
         public List<Node> branch; // UNION: the side branch, first node a source
 
+        /** A copy to edit: every field, and the branch's nodes copied too. */
         Node copy() {
-            Node n = new Node();
-            n.id = id;
-            n.kind = kind;
-            n.name = name;
-            n.uid = uid;
-            n.uidHash = uidHash;
-            n.par = par;
-            n.maxPar = maxPar;
-            n.keyMod = keyMod;
-            n.keyType = keyType;
-            n.rate = rate;
-            n.count = count;
-            n.startNewChain = startNewChain;
-            n.disableChaining = disableChaining;
+            Node n;
+            try {
+                n = (Node) super.clone();
+            } catch (CloneNotSupportedException e) {
+                throw new AssertionError(e);
+            }
             if (branch != null) {
                 n.branch = new ArrayList<>();
                 for (Node b : branch) {
@@ -356,6 +349,14 @@ public final class Program {
         return out;
     }
 
+    /** The edit of one value: {@link #edit} with "old" and "new". */
+    static Map<String, Object> change(String type, Node target, Object old, Object now) {
+        Map<String, Object> e = edit(type, target);
+        e.put("old", old);
+        e.put("new", now);
+        return e;
+    }
+
     static Map<String, Object> edit(String type, Node target) {
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("type", type);
@@ -380,37 +381,29 @@ public final class Program {
         switch (type) {
             case "change_parallelism": {
                 if (r.nextInt(3) == 0) {
-                    Map<String, Object> e = edit(type, null);
-                    e.put("old", envPar);
+                    int old = envPar;
                     envPar = pickOther(r, envPar, 1, 6);
-                    e.put("new", envPar);
-                    return e;
+                    return change(type, null, old, envPar);
                 }
                 Node n = pick(r, real);
                 if (n.kind.equals("SRC_LEGACY_SINGLE")) {
                     return null;
                 }
-                Map<String, Object> e = edit(type, n);
-                e.put("old", n.par);
+                int old = n.par;
                 n.par = pickOther(r, n.par, 1, 6);
-                e.put("new", n.par);
-                return e;
+                return change(type, n, old, n.par);
             }
             case "change_max_parallelism": {
                 List<Integer> values = Arrays.asList(-1, 4, 8, 32, 64, 128, 256, 1024);
                 if (r.nextInt(4) == 0) {
-                    Map<String, Object> e = edit(type, null);
-                    e.put("old", envMaxPar);
+                    int old = envMaxPar;
                     envMaxPar = pickOtherOf(r, envMaxPar, values);
-                    e.put("new", envMaxPar);
-                    return e;
+                    return change(type, null, old, envMaxPar);
                 }
                 Node n = pick(r, real);
-                Map<String, Object> e = edit(type, n);
-                e.put("old", n.maxPar);
+                int old = n.maxPar;
                 n.maxPar = pickOtherOf(r, n.maxPar, values);
-                e.put("new", n.maxPar);
-                return e;
+                return change(type, n, old, n.maxPar);
             }
             case "add_stateful":
             case "insert_stateless": {
@@ -489,19 +482,15 @@ public final class Program {
             }
             case "rename": {
                 Node n = pick(r, real);
-                Map<String, Object> e = edit(type, n);
-                e.put("old", n.name);
+                String old = n.name;
                 n.name = pickOtherOf(r, n.name, NAMES);
-                e.put("new", n.name);
-                return e;
+                return change(type, n, old, n.name);
             }
             case "chaining": {
                 if (r.nextInt(5) == 0) {
-                    Map<String, Object> e = edit(type, null);
-                    e.put("old", chaining ? "enabled" : "disabled");
+                    String old = chaining ? "enabled" : "disabled";
                     chaining = !chaining;
-                    e.put("new", chaining ? "enabled" : "disabled");
-                    return e;
+                    return change(type, null, old, chaining ? "enabled" : "disabled");
                 }
                 Node n = pick(r, real);
                 Map<String, Object> e = edit(type, n);

@@ -19,6 +19,8 @@ import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
+import org.flinkjobgraph.harness.JobGraphExpected;
+import org.flinkjobgraph.harness.StreamGraphSpecExporter;
 
 import java.io.File;
 import java.nio.file.Files;
@@ -50,7 +52,7 @@ public final class Runner implements AutoCloseable {
         this.builder = new Builder(compat);
         this.compat = compat;
         this.scratch = scratch;
-        this.line = SpecExporter.flinkLine();
+        this.line = StreamGraphSpecExporter.flinkLine();
         Files.createDirectories(scratch);
         Configuration c = new Configuration();
         c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
@@ -116,6 +118,14 @@ public final class Runner implements AutoCloseable {
         return c;
     }
 
+    /**
+     * What {@code flink run -s <pointer> [--allowNonRestoredState]} puts in the job's configuration
+     * (the restore path and flag under the line's option keys, and the default restore mode).
+     */
+    static void restoreFrom(Configuration c, String pointer, boolean allowNonRestoredState) {
+        SavepointRestoreSettings.toConfiguration(SavepointRestoreSettings.forPath(pointer, allowNonRestoredState), c);
+    }
+
     /** The JobGraph Flink's client would submit, plus Flink's JobGraph answer in spec form. */
     static final class Job {
         Builder.Built built;
@@ -127,9 +137,9 @@ public final class Runner implements AutoCloseable {
     Job job(Program p, Configuration conf, String caseId, String graphId) {
         Job j = new Job();
         j.built = builder.build(p, conf, caseId);
-        j.spec = SpecExporter.export(j.built.streamGraph, graphId);
+        j.spec = StreamGraphSpecExporter.export(j.built.streamGraph, graphId);
         j.jobGraph = StreamingJobGraphGenerator.createJobGraph(j.built.streamGraph);
-        j.expected = JobGraphReader.read(j.built.streamGraph, j.jobGraph);
+        j.expected = JobGraphExpected.read(j.built.streamGraph, j.jobGraph);
         j.expected.remove("flink_version_full");
         // what the client does with execution.state-recovery.path / execution.savepoint.path
         j.jobGraph.setSavepointRestoreSettings(SavepointRestoreSettings.fromConfiguration(conf));
@@ -329,7 +339,7 @@ public final class Runner implements AutoCloseable {
 
             // ---- restore v2 from the snapshot
             Configuration c2 = jobConf(s, caseDir, false);
-            compat.restoreFrom(c2, pointer, false);
+            restoreFrom(c2, pointer, false);
             Job j2 = job(v2, c2, caseId, caseId + "/v2");
             long tV2 = System.currentTimeMillis();
             Outcome o = startAndObserve(j2.jobGraph);
@@ -339,7 +349,7 @@ public final class Runner implements AutoCloseable {
             Outcome oa = o;
             boolean anrsRun = false;
             if (o.verdict.equals("FAILED")) {
-                compat.restoreFrom(c2, pointer, true);
+                restoreFrom(c2, pointer, true);
                 Job j2a = job(v2, c2, caseId, caseId + "/v2");
                 oa = startAndObserve(j2a.jobGraph);
                 anrsRun = true;
@@ -352,7 +362,7 @@ public final class Runner implements AutoCloseable {
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("case_id", caseId);
             out.put("flink_version", line);
-            out.put("flink_version_full", SpecExporter.flinkVersionFull());
+            out.put("flink_version_full", StreamGraphSpecExporter.flinkVersionFull());
             out.put("v1", j1.spec);
             out.put("v2", j2.spec);
             out.put("savepoint_metadata", caseId + ".metadata");
