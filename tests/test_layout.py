@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "udfs.spec": {"udfs.errors", "udfs.flink"},
     "udfs.compute": {"udfs.errors", "udfs.flink", "udfs.spec"},
     "udfs.savepoint": set(),
-    "udfs.restore": {"udfs.flink", "udfs.compute", "udfs.spec"},
+    # udfs.savepoint: the state rules read the decoded serializer snapshots (udfs/restore/state_rules.py)
+    "udfs.restore": {"udfs.flink", "udfs.compute", "udfs.spec", "udfs.savepoint"},
     "udfs.render": set(),
     "pipeline.version": set(),
     "pipeline.settings": {"udfs.flink"},
