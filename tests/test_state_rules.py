@@ -182,6 +182,15 @@ def test_agreement_table(judged, capsys):
     assert all(j.reason for j in undecided)
 
 
+def test_with_the_full_inputs_nothing_is_taken_as_unchanged(judged):
+    """Every keyed operator has its key type from the spec, every user class its facts, every
+    canonical savepoint its restoring backend: the verdicts rest on no silent assumption but the
+    one about user-code declarations (listed per state in depends_on_user_code)."""
+    for j in judged.values():
+        assert j.decision.taken_as_unchanged == [], (j.case["case_id"], j.decision.taken_as_unchanged)
+        assert j.decision.depends_on_user_code
+
+
 def test_state_rows_cover_what_flink_read(judged):
     """savepoint_states: one row per state Flink read from each operator (union over subtasks)."""
     for j in judged.values():
@@ -529,6 +538,18 @@ def test_the_key_serializer_spec_field_decodes_flinks_bytes(judged, tmp_path):
         {"operator_id": A}, {"id": 1, sr.KEY_SERIALIZER_FIELD: base64.b64encode(b"\0\0").decode()}
     )
     assert bad.key_serializer is None and bad.key_serializer_error
+
+
+def test_missing_inputs_are_named():
+    key = pojo("x.K", id=simple("Long"))
+    ops = {A: keyed_op(A, key, {"v": ("VALUE", pojo("x.P", a=simple("Long")))}, "KeyGroupsSavepointStateHandle")}
+    d = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(2, 2))
+    assert d.verdict == sr.RESTORES
+    assert d.taken_as_unchanged == ["class x.P", "class x.K", f"backend of {A}", f"key of {A}"]
+    assert d.depends_on_user_code == [f"{A}/v"]
+    d = sr.decide_states(ops, {A: sr.NewOperator(A, key_serializer=key)}, sr.StateContext(2, 2, "rocksdb"),
+                         {**facts("x.P", "pojo", {"a": "long"}), **facts("x.K", "pojo", {"id": "long"})})  # fmt: skip
+    assert d.taken_as_unchanged == []
 
 
 def test_lines():

@@ -47,7 +47,7 @@ from typing import Any
 from udfs.savepoint.binary import Reader, StateMetaError
 from udfs.savepoint.serializer_snapshots import KRYO, POJO, PojoField, SnapshotNode, UserClass, read_serializer_snapshot
 from udfs.savepoint.state_meta import OperatorStateTypes, StateMetaInfo
-from udfs.savepoint.state_rows import COLLECTION_INTERFACES, node_paths, state_kind
+from udfs.savepoint.state_rows import COLLECTION_INTERFACES, node_paths, state_kind, user_classes
 
 __all__ = [
     "ClassFacts",
@@ -787,7 +787,10 @@ class StateDecision:
     ``assumes``: what every verdict here takes for granted; ``depends_on_user_code``: the states
     (``operator_id/state``) checked only when user code requests them, whose verdict therefore
     holds only if the new job declares them as the old one did (kind, type): a change there is
-    not decidable without running the job."""
+    not decidable without running the job; ``taken_as_unchanged``: the inputs that were missing
+    and taken as unchanged (``class <name>``: a user class in the saved types without facts;
+    ``key of <operator>``: no key serializer in the spec; ``backend of <operator>``: a canonical
+    savepoint and no configured backend)."""
 
     verdict: str
     problems: list[StateProblem]
@@ -800,6 +803,7 @@ class StateDecision:
     uncertain: dict[str, str] = field(default_factory=dict)
     assumes: list[str] = field(default_factory=list)
     depends_on_user_code: list[str] = field(default_factory=list)
+    taken_as_unchanged: list[str] = field(default_factory=list)
 
     @property
     def reported(self) -> StateProblem | None:
@@ -918,19 +922,20 @@ def _simple_kryo_class(facts: ClassFacts | None, classes: Mapping[str, ClassFact
 
 class _Collector:
     """Problems of one check, with the sort key that is Flink's walk order. A state that already
-    fails for sure while its values are read back is not reported again at registration: the
-    task never gets there."""
+    fails for sure while its values are read back (no aspect uncertain) is not reported again at
+    registration: the task never gets there."""
 
     def __init__(self) -> None:
         self.items: list[StateProblem] = []
         self.read_failed: set[tuple[str, str | None]] = set()
         self.user_code: list[str] = []
+        self.unchanged: list[str] = []
 
     def add(self, p: StateProblem, key: tuple) -> None:
         p.order = key
         if key[4] == _PHASES["register"] and (p.operator_id, p.state_name) in self.read_failed:
             return
-        if p.verdict == FAILS and key[4] in (_PHASES["values"], _PHASES["op_values"]) and p.certain:
+        if p.verdict == FAILS and key[4] in (_PHASES["values"], _PHASES["op_values"]) and not p.uncertain:
             self.read_failed.add((p.operator_id, p.state_name))
         self.items.append(p)
 
@@ -959,6 +964,7 @@ def decide_states(
         _check_operator(op, new, ctx, classes, olds, col, file_index)
     decision = _decide(col.items)
     decision.depends_on_user_code = col.user_code
+    decision.taken_as_unchanged = list(dict.fromkeys(col.unchanged))
     return decision
 
 
@@ -1002,6 +1008,16 @@ class _OperatorCheck:
         self.backend, self.fmt = _backend_of(self.op, self.ctx)
         self.keyed = self.op.states("managed_keyed")
         self.opstates = self.op.states("managed_operator")
+        infos = [i for i in self.keyed.values() if i.backend_state_type != "PRIORITY_QUEUE"]  # timers: the key
+        trees = [n for info in [*infos, *self.opstates.values()] for n in info.serializers.values()]
+        proxy = self.op.keyed_proxy
+        if proxy is not None and proxy.key_serializer is not None and self.new.key_serializer is None:
+            trees.append(proxy.key_serializer)  # the key's classes matter only when the spec has no key type
+        for name in dict.fromkeys(c for t in trees for c in user_classes(t)):
+            if name not in self.classes:
+                self.col.unchanged.append(f"class {name}")
+        if self.keyed and self.backend is None:
+            self.col.unchanged.append(f"backend of {self.op.operator_id}")
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -1079,7 +1095,8 @@ class _OperatorCheck:
             new_key, causes = pred.node, pred.causes
             basis = ["savepoint", "class_facts"]
             if not causes:
-                return  # no key type in the spec and nothing known to have changed: taken as unchanged
+                self.col.unchanged.append(f"key of {self.op.operator_id}")
+                return  # no key type in the spec and nothing known to have changed
         c = compatibility(new_key, saved_key, "key")
         if c.result in (AS_IS, RECONFIGURED):
             return
@@ -1142,7 +1159,7 @@ class _OperatorCheck:
                 path, message, certain = hit
                 unc = {} if certain else {"message": _MAYBE_NULLS}
                 if self.backend is None:
-                    unc["backend"] = "restoring backend not known: RocksDB fails at registration instead"
+                    unc.update(dict.fromkeys(("failure", "message"), _HEAP_ONLY))
                 self.fails(
                     "values",
                     idx,
@@ -1158,7 +1175,7 @@ class _OperatorCheck:
                 continue
             pred = predict_new(ser, self.ctx, self.classes, "value")
             to_kryo = next((p for p, c in pred.causes if c == "POJO_TO_KRYO"), None)
-            if to_kryo is not None:
+            if to_kryo is not None and self.backend is not None:
                 self.add(
                     "values",
                     idx,
@@ -1351,6 +1368,7 @@ class _OperatorCheck:
 
 
 _TIMERS = ("TIMERS", "PRIORITY_QUEUE")
+_HEAP_ONLY = "restoring backend not known: a heap backend fails reading the values back, RocksDB at registration"
 _LAST_IN_KEY_GROUP = (
     "the misread state is the last one of its key group: the read may end without an error, then the "
     "registration check fails"
