@@ -488,8 +488,15 @@ def test_operator_state_and_map_keys():
     d = sr.decide_states(ops, {A: sr.NewOperator(A)}, CTX23, facts("x.K", "pojo", {"id": "long", "t": "int"}))
     assert d.failure == sr.MAP_KEY_SCHEMA_CHANGED and d.message.startswith("The new serializer for a MapState")
     heap = {A: keyed_op(A, simple("Long"), {"m": ("MAP", map_of(key, simple("Long")))})}
-    assert sr.decide_states(heap, {A: sr.NewOperator(A)}, sr.StateContext(2, 2, "hashmap"),
-                            facts("x.K", "pojo", {"id": "long", "t": "int"})).verdict == sr.RESTORES  # fmt: skip
+    assert (
+        sr.decide_states(
+            heap,
+            {A: sr.NewOperator(A)},
+            sr.StateContext(2, 2, "hashmap"),
+            facts("x.K", "pojo", {"id": "long", "t": "int"}),
+        ).verdict
+        == sr.RESTORES
+    )
 
 
 def test_unreadable_state_is_not_decidable():
@@ -547,9 +554,38 @@ def test_missing_inputs_are_named():
     assert d.verdict == sr.RESTORES
     assert d.taken_as_unchanged == ["class x.P", "class x.K", f"backend of {A}", f"key of {A}"]
     assert d.depends_on_user_code == [f"{A}/v"]
-    d = sr.decide_states(ops, {A: sr.NewOperator(A, key_serializer=key)}, sr.StateContext(2, 2, "rocksdb"),
-                         {**facts("x.P", "pojo", {"a": "long"}), **facts("x.K", "pojo", {"id": "long"})})  # fmt: skip
+    d = sr.decide_states(
+        ops,
+        {A: sr.NewOperator(A, key_serializer=key)},
+        sr.StateContext(2, 2, "rocksdb"),
+        {**facts("x.P", "pojo", {"a": "long"}), **facts("x.K", "pojo", {"id": "long"})},
+    )
     assert d.taken_as_unchanged == []
+
+
+def test_one_restore_checks_row_for_both_halves():
+    head = {"check_id": "c", "savepoint": "sp", "graph_id": "g"}
+    ops = {A: keyed_op(A, simple("Long"), {})}
+    failing = sr.decide_states(ops, {A: sr.NewOperator(A, key_serializer=simple("Int"))}, CTX23)
+    row = sr.restore_check_row(head, sr.RESTORES, None, None, None, [], failing)
+    assert (row["verdict"], row["failure"], row["operator_id"], row["failure_stage"]) == (
+        sr.FAILS,
+        sr.KEY_SERIALIZER_INCOMPATIBLE,
+        A,
+        sr.TASK_RESTORE,
+    )
+    assert set(sr.CHECK_EXTRA_COLUMNS) <= set(row) and row["decidable"]
+    # the JobMaster's checks come first
+    row = sr.restore_check_row(head, sr.FAILS, "UNMAPPED_STATE", C, "Failed to rollback", [], failing)
+    assert (row["failure"], row["failure_stage"]) == ("UNMAPPED_STATE", sr.JOB_INIT)
+    undecided = sr.decide_states(
+        {A: keyed_op(A, simple("Long"), {"g": ("VALUE", kryo("x.G"))})},
+        {A: sr.NewOperator(A)},
+        sr.StateContext(1, 2, "hashmap"),
+    )
+    row = sr.restore_check_row(head, sr.RESTORES, None, None, None, [], undecided)
+    assert row["verdict"] == sr.RESTORES and row["decidable"] is False
+    assert row["undecidable_reasons"][0].startswith(sr.KRYO2_VALUES_ON_KRYO5)
 
 
 def test_lines():

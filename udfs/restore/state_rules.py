@@ -66,6 +66,8 @@ __all__ = [
     "MESSAGES",
     "key_serializer_from_spec",
     "KEY_SERIALIZER_FIELD",
+    "restore_check_row",
+    "CHECK_EXTRA_COLUMNS",
 ]
 
 # -- failure kinds (the ``failure`` column) ------------------------------------------------------
@@ -1445,3 +1447,69 @@ def _decide(items: list[StateProblem]) -> StateDecision:
         decision.verdict = NOT_DECIDABLE
         decision.uncertain = {"verdict": "; ".join(sorted({p.undecidable_reason or p.failure for p in undecided}))}
     return decision
+
+
+# ------------------------------------------------------------------------------------------------
+#  One restore_checks row for both halves
+# ------------------------------------------------------------------------------------------------
+
+CHECK_EXTRA_COLUMNS = (
+    "failure_stage",
+    "state_name",
+    "error_class",
+    "decidable",
+    "undecidable_reasons",
+    "taken_as_unchanged",
+    "states_checked_in_user_code",
+)
+
+
+def restore_check_row(
+    head: Mapping[str, Any],
+    verdict: str,
+    failure: str | None,
+    operator_id: str | None,
+    message: str | None,
+    dropped: Sequence[str],
+    state: StateDecision | None,
+) -> dict[str, Any]:
+    """A ``restore_checks`` row from the topology half's result (its five values as
+    :mod:`udfs.restore.check_rows` writes them) and the state half's decision, with SPEC section 5's
+    columns and meaning unchanged and :data:`CHECK_EXTRA_COLUMNS` added. The JobMaster's checks run
+    before any task: a topology failure is the one reported (stage ``job_init``). Else a state
+    failure is (its kind, operator, message, stage). ``verdict`` keeps its three values: when the
+    state half cannot decide, the row says RESTORES (nothing certainly fails) with ``decidable``
+    false and the reasons."""
+    row: dict[str, Any] = {
+        **head,
+        "verdict": verdict,
+        "failure": failure,
+        "operator_id": operator_id,
+        "message": message,
+        "dropped_operator_ids": list(dropped),
+        **dict.fromkeys(CHECK_EXTRA_COLUMNS),
+    }
+    row["decidable"] = True
+    if verdict == FAILS:
+        row["failure_stage"] = JOB_INIT
+    if state is None or verdict != RESTORES:
+        return row
+    row["taken_as_unchanged"] = list(state.taken_as_unchanged)
+    row["states_checked_in_user_code"] = len(state.depends_on_user_code)
+    if state.verdict == FAILS:
+        row.update(
+            verdict=FAILS,
+            failure=state.failure,
+            operator_id=state.operator_id,
+            message=state.message,
+            failure_stage=state.failure_stage,
+            state_name=state.state_name,
+            error_class=state.error_class,
+        )
+        row["undecidable_reasons"] = [f"{k}: {v}" for k, v in state.uncertain.items()] or None
+    elif state.verdict == NOT_DECIDABLE:
+        row["decidable"] = False
+        row["undecidable_reasons"] = sorted(
+            {f"{p.failure}: {p.undecidable_reason}" for p in state.problems if p.verdict == NOT_DECIDABLE}
+        )
+    return row
