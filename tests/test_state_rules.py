@@ -325,6 +325,10 @@ def test_compatibility_follows_flinks_snapshots():
     assert sr.compatibility(kryo("x.G"), kryo("x.G")).result == sr.AS_IS
     assert sr.compatibility(kryo("x.H"), kryo("x.G")).incompatible
     assert sr.compatibility(None, simple("Long")).result == sr.UNKNOWN
+    # a predicted collection whose element type is unknown: the element is unknown, not incompatible
+    two_x = sr.node_for_java_type("List<x.Unknown>", 2, {})
+    saved = composite(sr.NULLABLE, original=list_of(composite(sr.NULLABLE, original=pojo("x.Unknown"))))
+    assert sr.compatibility(two_x, saved).result == sr.UNKNOWN
 
 
 def test_prediction_moves_kryo_collections_on_2x_only():

@@ -20,7 +20,7 @@ the reason, never guessed.
 
 Where and in which order a task fails (Flink's source, 1.12 - 2.x lines, see docs/state-rules.md):
 
-1. operators of a chain are restored tail first (``RegularOperatorChain``), each fully:
+1. operators of a chain are restored tail first (``RegularOperatorChain``), each fully;
 2. keyed backend: the proxy is read with the new job's classes (an enum constant gone fails
    here: ENUM_CONSTANT_REMOVED); then the key serializer must be compatible as is
    (KEY_SERIALIZER_INCOMPATIBLE); heap backends then read every value with the saved
@@ -368,7 +368,7 @@ def compatibility(new: SnapshotNode | None, old: SnapshotNode, path: str = "valu
     field's serializer decides); enums (EnumSerializerSnapshot: other constants -> reconfigured;
     a removed constant already fails reading the snapshot); Kryo by type class (registrations
     are assumed unchanged); composites outer part then nested in order. ``new`` None: unknown."""
-    if new is None:
+    if new is None or new.kind == _UNKNOWN_ELEMENT:
         return Compat(UNKNOWN, path, "the new serializer is not known")
     if new.class_name != old.class_name:
         return Compat(INCOMPATIBLE, path, f"{_short(old)} -> {_short(new)}")
@@ -461,6 +461,9 @@ def _node(
     )
 
 
+_UNKNOWN_ELEMENT = "UNKNOWN_ELEMENT"  # a predicted part whose type is not known
+
+
 def _nullable(inner: SnapshotNode | None) -> SnapshotNode | None:
     if inner is None:
         return None
@@ -472,7 +475,7 @@ def _collection_2x(interface: str, args: Sequence[SnapshotNode | None] = ()) -> 
     NullableMap / NullableSet TypeInfo, seen in the 2.3 vectors' declared types): Nullable<List<
     Nullable<E>>>, Nullable<Map<Nullable<K>, V>>. Unknown element types stay unknown (a synthetic
     placeholder), which changes nothing in the verdict: the outer class already differs from Kryo."""
-    unknown = _node("?", "UNKNOWN_ELEMENT")
+    unknown = _node("?", _UNKNOWN_ELEMENT)
     a = list(args) + [None, None]
     if interface == "java.util.Map":
         inner = _node(MAP, "COMPOSITE", nested=[("key", _nullable(a[0]) or unknown), ("value", a[1] or unknown)])
