@@ -5,10 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS_STAMP := .cache/jars/.installed
+# The project's own JVM function (jvm/: a ranged file read for Spark's executors), compiled
+# against the pinned pyspark's own jars, so it needs nothing from the network.
+SPARK_JAR := .cache/jars/flink-jobgraph-spark.jar
+JAVA_SOURCES := $(shell find jvm/src -name '*.java')
 
 .PHONY: install demo test lint bench clean
 
-install: $(STAMP) $(JARS_STAMP)
+install: $(STAMP) $(JARS_STAMP) $(SPARK_JAR)
 	@# Graphviz (dot lays out `flink-jobgraph render`) and Chromium (tests/test_render.py), from Debian.
 	@command -v dot >/dev/null && command -v chromium >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends graphviz chromium; }
@@ -25,6 +29,13 @@ $(JARS_STAMP): conf/jvm/pom.xml conf/jvm/graphframes.json scripts/install_graphf
 	mvn -q -f conf/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/jars -DexcludeTransitive=true
 	$(BIN)/python scripts/install_graphframes.py --dest $(CURDIR)/.cache/jars
 	touch $@
+
+$(SPARK_JAR): $(JAVA_SOURCES) $(STAMP)
+	rm -rf .cache/jvm-classes && mkdir -p .cache/jvm-classes .cache/jars
+	javac -nowarn --release 8 -d .cache/jvm-classes \
+		-cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
+		$(JAVA_SOURCES)
+	jar cf $@ -C .cache/jvm-classes .
 
 demo: install
 	rm -rf out/demo

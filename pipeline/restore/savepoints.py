@@ -1,41 +1,38 @@
-"""Savepoints -> ``savepoint_operators`` rows (SPEC section 5), many ``_metadata`` files at once.
+"""Savepoints -> ``savepoint_operators`` and ``savepoint_states`` rows, many savepoints at once.
 
-A fleet's savepoints sit on object storage, one small ``_metadata`` file each; the restore
-check needs what Flink reads from every one of them. The driver only resolves each given
-path (a savepoint / retained-checkpoint folder, or its ``_metadata`` file; any URI Hadoop's
-FileSystem knows) to one file, through Hadoop's FileSystem so every scheme Spark reads works;
-the bytes are read by Spark's ``binaryFile`` source and parsed by the pure-Python
-:func:`udfs.savepoint.metadata.parse_metadata` inside a ``mapInPandas``, in parallel. A path
-that does not exist, a folder without ``_metadata``, a file that is not a Flink ``_metadata``,
-a truncated one or one with an unknown version or tag each give one row in the errors table
-(with the byte offset where reading stopped) and the other savepoints go on.
+A fleet's savepoints sit on object storage: one small ``_metadata`` file each, and state files
+that may hold gigabytes. The driver only resolves each given path (a savepoint / retained
+checkpoint folder, or its ``_metadata`` file) to one file, through Hadoop's FileSystem; the
+reads happen on the executors, through the ``flink_jobgraph_read_head`` function (a small JVM
+UDF of this project, ``jvm/``, that reads a byte range of a file with the session's Hadoop
+configuration, so every scheme Spark reads works): each ``_metadata`` whole, each state stream
+only as far as its serialization proxy goes (its first 64 KiB, more only for a stream whose
+proxy is longer). The pure-Python readers parse them (:func:`udfs.savepoint.metadata.parse_metadata`,
+:mod:`udfs.savepoint.state_streams`). Spark's own file sources cannot do either: they read whole
+files, and never return one whose name starts with ``_`` (Flink's ``_metadata``).
 
-Spark's file sources (``binaryFile`` included) never return a file whose name starts with
-``_`` or ``.`` (``PartitioningAwareFileIndex.isDataPath``, no option turns it off), and
-Hadoop's input formats hide the same names; so files named ``_metadata`` -- Flink's name for
-every one of them -- are fetched on the driver through Hadoop's FileSystem, on a thread pool
-(they are small: kilobytes to a few megabytes), and only the parse is spread over the
-executors. Files given under any other name (copies such as ``<case>.metadata``) are read by
-``binaryFile`` on the executors.
-
-The parse happens once: :func:`read_savepoint_tables` checkpoints the combined rows, and the
-operators, errors and per-savepoint summary are filters of them.
+A path that does not exist, a folder without ``_metadata``, a file that is not a Flink
+``_metadata``, a truncated one or one with an unknown version or tag each give one row in the
+errors table (with the byte offset where reading stopped), and a state file that cannot be read
+gives its state rows an ``unreadable_reason``; the other savepoints go on.
 """
 
 from __future__ import annotations
 
+import posixpath
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipeline.session import SetupError
 from pipeline.tables.columns import column_type
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
+from udfs.savepoint.state_streams import FIRST_CHUNK, head_status, next_length
 
 
 def _schema(*fields: tuple[str, bool]) -> T.StructType:
@@ -86,27 +83,84 @@ SAVEPOINTS_SCHEMA = _schema(
     ("error_offset", True),
 )
 
-_KIND = T.StructField("kind", T.StringType(), False)  # operator | savepoint
+_KIND = T.StructField("kind", T.StringType(), False)  # operator | savepoint | stream
+# A state stream of an operator's subtask: where its head is (inline bytes, or a file to read).
+STREAM_SCHEMA = T.StructType(
+    [
+        T.StructField("operator_index", T.IntegerType()),
+        T.StructField("operator_id", T.StringType()),
+        T.StructField("operator_name", T.StringType()),
+        T.StructField("operator_uid", T.StringType()),
+        T.StructField("subtask", T.IntegerType()),
+        T.StructField("stream_kind", T.StringType()),  # managed_keyed | managed_operator
+        T.StructField("handle", T.StringType()),
+        T.StructField("source", T.StringType()),  # "inline", or the path as _metadata wrote it
+        T.StructField("candidates", T.ArrayType(T.StringType())),  # URIs to read, in order
+        T.StructField("stream_offset", T.LongType()),
+        T.StructField("stream_size", T.LongType()),
+        T.StructField("data", T.BinaryType()),  # the head read so far (inline: all of it)
+        T.StructField("whole", T.BooleanType()),
+        T.StructField("error", T.StringType()),
+    ]
+)
+HEAD_COLUMNS = ["savepoint", "metadata_path", *[f.name for f in STREAM_SCHEMA.fields if f.name != "candidates"]]
 
 
 def _combined_schema() -> T.StructType:
     fields = {f.name: f for f in SAVEPOINT_OPERATORS_SCHEMA.fields}
-    for f in SAVEPOINTS_SCHEMA.fields:
+    for f in (*SAVEPOINTS_SCHEMA.fields, *STREAM_SCHEMA.fields):
         fields.setdefault(f.name, f)
     return T.StructType([_KIND] + [T.StructField(f.name, f.dataType, True) for f in fields.values()])
 
 
 _COMBINED_SCHEMA = _combined_schema()
-_RAW_SCHEMA = T.StructType([T.StructField("path", T.StringType(), False), T.StructField("content", T.BinaryType())])
 _COMBINED_COLUMNS = _COMBINED_SCHEMA.fieldNames()
+_RAW_SCHEMA = T.StructType(
+    [
+        T.StructField("path", T.StringType(), False),
+        T.StructField("content", T.BinaryType()),
+        T.StructField("read_error", T.StringType()),
+    ]
+)
+
+READ_HEAD = "flink_jobgraph_read_head"
+READ_HEAD_CLASS = "org.flinkjobgraph.spark.ReadHead"
+_READ_HEAD_TYPE = T.StructType(
+    [
+        T.StructField("data", T.BinaryType()),
+        T.StructField("file_length", T.LongType()),
+        T.StructField("error", T.StringType()),
+    ]
+)
+MAX_METADATA_BYTES = 1 << 30  # no _metadata is near this; a bigger "file" is not one (and would not fit a row)
+_NOT_FOUND = "file does not exist"
 
 
 class SavepointTables(NamedTuple):
-    """The three views of one parse: operators, errors, and one summary row per savepoint."""
+    """The views of one parse: operators, errors, one summary row per savepoint, and the head
+    of every managed state stream (:data:`HEAD_COLUMNS`, for the state types)."""
 
     operators: DataFrame
     errors: DataFrame
     savepoints: DataFrame
+    heads: DataFrame
+
+
+def register_read_head(spark: SparkSession) -> None:
+    """Register the JVM function that reads a byte range of a file on the executors."""
+    try:
+        spark.udf.registerJavaFunction(READ_HEAD, READ_HEAD_CLASS, _READ_HEAD_TYPE)
+    except Exception as e:  # the class is not on the classpath
+        raise SetupError(
+            f"{READ_HEAD_CLASS} is not on Spark's classpath: run `make install` (it builds "
+            f".cache/jars/flink-jobgraph-spark.jar), or pass that jar to spark-submit --jars"
+        ) from e
+
+
+def _read_head(path: Column, offset: Column | int, length: Column | int) -> Column:
+    offset = offset if isinstance(offset, Column) else F.lit(offset).cast("long")
+    length = length if isinstance(length, Column) else F.lit(length).cast("int")
+    return F.call_function(READ_HEAD, path, offset.cast("long"), length.cast("int"))
 
 
 def _spark_str(s: str | None) -> str | None:
@@ -116,8 +170,53 @@ def _spark_str(s: str | None) -> str | None:
     return s.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
 
 
+def _candidates(source: str, location: str, metadata_path: str) -> list[str]:
+    """Where to read a state file: a relative path against the ``_metadata``'s folder; an
+    absolute one as written, then (a savepoint folder moved since Flink wrote it) by its path
+    below the savepoint folder's own name, then by its file name in that folder."""
+    folder = posixpath.dirname(metadata_path)
+    if location == "relative":
+        return [f"{folder}/{source}"]
+    out = [source]
+    name = posixpath.basename(folder)
+    marker = f"/{name}/"
+    if name and marker in source:
+        out.append(folder + "/" + source.rsplit(marker, 1)[1])
+    out.append(f"{folder}/{posixpath.basename(source)}")
+    return list(dict.fromkeys(out))
+
+
+def _stream_rows(base: dict, meta: SavepointMetadata, path: str) -> list[dict]:
+    rows = []
+    for i, op in enumerate(meta.operators):
+        for s in op.state_streams:
+            ref = s.ref
+            inline = ref.location == "inline"
+            rows.append(
+                {
+                    **base,
+                    "kind": "stream",
+                    "operator_index": i,
+                    "operator_id": op.operator_id,
+                    "operator_name": _spark_str(op.operator_name),
+                    "operator_uid": _spark_str(op.operator_uid),
+                    "subtask": s.subtask,
+                    "stream_kind": s.kind,
+                    "handle": _spark_str(s.handle),
+                    "source": "inline" if inline else _spark_str(ref.path),
+                    "candidates": None if inline else _candidates(ref.path or "", ref.location, path),
+                    "stream_offset": ref.offset if ref.location == "segment" else 0,
+                    "stream_size": ref.size,
+                    "data": ref.data if inline else None,
+                    "whole": True if inline else None,
+                }
+            )
+    return rows
+
+
 def _rows_for(savepoint: str, path: str | None, content: bytes | None, flink_line: str | None) -> list[dict]:
-    """Combined rows (kind='savepoint' summary + kind='operator' rows) for one given savepoint."""
+    """Combined rows (kind='savepoint' summary, kind='operator' and kind='stream' rows) for one
+    given savepoint."""
     base = {c: None for c in _COMBINED_COLUMNS}
     base.update(savepoint=savepoint, metadata_path=path)
     if content is None:
@@ -167,6 +266,7 @@ def _rows_for(savepoint: str, path: str | None, content: bytes | None, flink_lin
                 "handle_types": [_spark_str(t) for t in op.handle_types],
             }
         )
+    rows.extend(_stream_rows(common, meta, path or ""))
     return rows
 
 
@@ -178,16 +278,19 @@ def _parse_files(
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
             out: list[dict] = []
-            for path, content in zip(batch["path"], batch["content"], strict=True):
+            for path, content, read_error in zip(batch["path"], batch["content"], batch["read_error"], strict=True):
                 for savepoint, line in targets.get(path, [(path, None)]):
-                    out.extend(_rows_for(savepoint, path, content, line))
+                    if read_error is not None:
+                        out.append(_error(savepoint, path, f"cannot read the _metadata file: {read_error}"))
+                    else:
+                        out.extend(_rows_for(savepoint, path, content, line))
             yield pd.DataFrame(out, columns=_COMBINED_COLUMNS)
 
     return run
 
 
 def resolve_metadata_files(spark: SparkSession, paths: Sequence[str]) -> tuple[dict[str, list[str]], list[dict]]:
-    """Given path -> its ``_metadata`` file URI (as ``binaryFile`` will name it), and error rows.
+    """Given path -> its ``_metadata`` file URI, and error rows.
 
     A folder must hold ``_metadata`` directly (Flink's savepoint and ``chk-N`` layout); a file is
     read whatever its name (it may be a renamed copy of a ``_metadata``).
@@ -213,6 +316,11 @@ def resolve_metadata_files(spark: SparkSession, paths: Sequence[str]) -> tuple[d
             elif not status.isFile():
                 errors.append(_error(given, None, "not a regular file"))
                 continue
+            if status.getLen() > MAX_METADATA_BYTES:
+                errors.append(
+                    _error(given, None, f"file of {status.getLen()} bytes is too large to be a Flink _metadata")
+                )
+                continue
             files.setdefault(status.getPath().toString(), []).append(given)
         except Exception as e:  # an unknown scheme or a bad URI: that savepoint only
             errors.append(_error(given, None, f"cannot open savepoint path: {_java_message(e)}"))
@@ -226,40 +334,6 @@ def _java_message(e: Exception) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0]
 
 
-MAX_METADATA_BYTES = 1 << 30  # no _metadata is near this; a bigger "file" is not one (and would not fit a row)
-_FETCH_THREADS = 16
-
-
-def _hidden_name(uri: str) -> bool:
-    return uri.rstrip("/").rsplit("/", 1)[-1].startswith(("_", "."))
-
-
-def _fetch_on_driver(spark: SparkSession, uris: Sequence[str]) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
-    """(uri, bytes) of files Spark's sources would hide, read through Hadoop's FileSystem; errors by uri."""
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
-
-    def fetch(uri: str) -> tuple[str, bytes | None, str | None]:
-        try:
-            hpath = jvm.org.apache.hadoop.fs.Path(uri)
-            fs = hpath.getFileSystem(conf)
-            length = fs.getFileStatus(hpath).getLen()
-            if length > MAX_METADATA_BYTES:
-                return uri, None, f"file of {length} bytes is too large to be a Flink _metadata"
-            stream = fs.open(hpath)
-            try:
-                data = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-            finally:
-                stream.close()
-            return uri, data, None
-        except Exception as e:
-            return uri, None, f"cannot read the _metadata file: {_java_message(e)}"
-
-    with ThreadPoolExecutor(max_workers=max(1, min(_FETCH_THREADS, len(uris)))) as pool:
-        results = list(pool.map(fetch, uris))
-    return [(u, d) for u, d, err in results if d is not None], {u: err for u, d, err in results if err}
-
-
 def _error(savepoint: str, path: str | None, message: str) -> dict:
     row = {c: None for c in _COMBINED_COLUMNS}
     row.update(kind="savepoint", savepoint=savepoint, metadata_path=path, ok=False, error=message)
@@ -267,33 +341,27 @@ def _error(savepoint: str, path: str | None, message: str) -> dict:
 
 
 def read_savepoint_tables(
-    spark: SparkSession, paths: Sequence[str], flink_lines: Mapping[str, str] | None = None
+    spark: SparkSession, paths: Sequence[str], flink_lines: Mapping[str, str] | None = None, state_heads: bool = True
 ) -> SavepointTables:
-    """Parse every savepoint of ``paths`` once; operators, errors and summaries of that parse.
+    """Parse every savepoint of ``paths`` once; operators, errors, summaries and (``state_heads``)
+    the heads of its state streams.
 
     ``flink_lines`` (given path -> Flink release line, e.g. '1.14') only matters for the two
     release-specific layouts of format 3 (see udfs/savepoint/metadata.py).
     """
+    register_read_head(spark)
     flink_lines = flink_lines or {}
     files, error_rows = resolve_metadata_files(spark, list(dict.fromkeys(paths)))
     frames = []
     if files:
         targets = {uri: [(g, flink_lines.get(g)) for g in given] for uri, given in files.items()}
-        hidden = sorted(u for u in files if _hidden_name(u))
-        visible = sorted(u for u in files if not _hidden_name(u))
-        raws = []
-        if visible:
-            raws.append(spark.read.format("binaryFile").load(visible).select("path", "content"))
-        if hidden:
-            fetched, fetch_errors = _fetch_on_driver(spark, hidden)
-            for uri, message in fetch_errors.items():
-                error_rows.extend(_error(g, uri, message) for g in files[uri])
-            if fetched:
-                raws.append(spark.createDataFrame(fetched, _RAW_SCHEMA))
-        # No repartition: binaryFile already spreads small files over the cores (maxSplitBytes
-        # shrinks to total/defaultParallelism), and createDataFrame slices the fetched list.
-        for raw in raws:
-            frames.append(raw.mapInPandas(_parse_files(targets), _COMBINED_SCHEMA))
+        uris = spark.createDataFrame([(u,) for u in sorted(files)], "path string")
+        slices = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        head = _read_head(F.col("path"), 0, MAX_METADATA_BYTES)
+        raw = uris.repartition(slices).select(
+            "path", head.getField("data").alias("content"), head.getField("error").alias("read_error")
+        )
+        frames.append(raw.mapInPandas(_parse_files(targets), _COMBINED_SCHEMA))
     if error_rows:
         frames.append(spark.createDataFrame(pd.DataFrame(error_rows, columns=_COMBINED_COLUMNS), _COMBINED_SCHEMA))
     if not frames:
@@ -310,14 +378,72 @@ def read_savepoint_tables(
         *[F.col(f.name).cast(f.dataType) for f in SAVEPOINTS_SCHEMA.fields]
     )
     errors = summaries.where(~F.col("ok")).select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
+    streams = combined.where(F.col("kind") == "stream").select("savepoint", "metadata_path", *STREAM_SCHEMA.names)
+    heads = _read_heads(streams) if state_heads else streams.select(*HEAD_COLUMNS).limit(0)
     # Columns and types are those of the schema constants; every column is nullable here (one
     # combined parse), which Delta and the restore check do not mind.
-    return SavepointTables(operators, errors, summaries)
+    return SavepointTables(operators, errors, summaries, heads)
 
 
-def read_savepoints(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """``savepoint_operators`` rows (:data:`SAVEPOINT_OPERATORS_SCHEMA`) of every readable savepoint.
+def _read_heads(streams: DataFrame, first: int = FIRST_CHUNK) -> DataFrame:
+    """Every stream's head, as far as its proxy goes: rounds of ranged reads on the executors,
+    each round only for the streams whose head fell short (a longer proxy: 4x more bytes) or
+    whose file was not found where the ``_metadata`` says (the next candidate location)."""
+    done = streams.where(F.col("source") == "inline").select(*HEAD_COLUMNS)
+    todo = (
+        streams.where(F.col("source") != "inline")
+        .withColumn("_want", F.lit(first))
+        .withColumn("_try", F.lit(0))
+        .localCheckpoint(eager=True)
+    )
+    finished = [done]
+    while todo.take(1):
+        at = F.element_at("candidates", F.col("_try") + 1)
+        head = _read_head(at, F.col("stream_offset"), F.col("_want"))
+        read = (
+            todo.withColumn("_h", head)
+            .withColumn("data", F.col("_h.data"))
+            .withColumn(
+                "whole",
+                F.col("_h.file_length").isNotNull()
+                & (F.col("stream_offset") + F.length("data") >= F.col("_h.file_length")),
+            )
+            .withColumn("error", F.col("_h.error"))
+            .drop("_h")
+        )
+        judged_schema = T.StructType([*read.schema.fields, T.StructField("_status", T.StringType())])
+        judged = read.mapInPandas(_judge, judged_schema).localCheckpoint(eager=True)
+        status = F.col("_status")
+        more_places = F.size("candidates") > F.col("_try") + 1
+        finished.append(judged.where((status == "ok") | ((status == "error") & ~(
+            (F.col("error") == _NOT_FOUND) & more_places))).select(*HEAD_COLUMNS))  # fmt: skip
+        retry_place = judged.where((status == "error") & (F.col("error") == _NOT_FOUND) & more_places).withColumn(
+            "_try", F.col("_try") + 1
+        )
+        longer = judged.where(status == "need_more").withColumn("_want", F.col("_want") * 4)
+        todo = retry_place.unionByName(longer).drop("_status").localCheckpoint(eager=True)
+    out = finished[0]
+    for f in finished[1:]:
+        out = out.unionByName(f)
+    return out.localCheckpoint(eager=True)
 
-    The errors of the same parse are in :func:`read_savepoint_tables` (``.errors``).
-    """
-    return read_savepoint_tables(spark, paths).operators
+
+def _judge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Per read head: ``ok`` (the proxy is whole, or unreadable for a reason more bytes would not
+    change: then ``error`` says it), ``need_more`` (a longer proxy), ``error`` (no bytes)."""
+    for batch in batches:
+        statuses, errors = [], []
+        for kind, data, whole, error, want in zip(
+            batch["stream_kind"], batch["data"], batch["whole"], batch["error"], batch["_want"], strict=True
+        ):
+            if data is None:
+                statuses.append("error")
+                errors.append(error or "no bytes")
+                continue
+            status, _ = head_status(kind, bytes(data), bool(whole))
+            if status == "need_more" and next_length(int(want)) is None:
+                status = "ok"  # give up: the decode says where it stopped
+            statuses.append("ok" if status == "error" else status)
+            errors.append(error)
+        batch = batch.assign(error=errors, _status=statuses)
+        yield batch
