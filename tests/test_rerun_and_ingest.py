@@ -105,3 +105,31 @@ def test_summary_and_runs_row_count_what_the_tables_hold(spark, settings, sample
     assert graphs["job_edges"] == graphs["job_vertices"] - 1  # the lone source's graph
 
     assert run[0]["rewritten_graphs"] == graphs
+
+
+def test_tables_an_earlier_release_wrote_get_the_new_columns(spark, settings, sample_input, tmp_path):
+    """A job_vertices table without vertex_order, and an ingested folder without the stream
+    columns added since (as earlier releases wrote them): a re-run adds the columns, fills them
+    for every graph it owns, and the tables equal a fresh run's."""
+    quiet = Progress(enabled=False)
+    fresh = str(tmp_path / "fresh")
+    compute(spark, str(sample_input), fresh, settings, quiet)
+
+    old = str(tmp_path / "old")
+    compute(spark, str(sample_input), old, settings, quiet)
+    vertices = spark.read.format("delta").load(f"{old}/job_vertices").drop("vertex_order")
+    vertices.localCheckpoint(eager=True).write.format("delta").mode("overwrite").option(
+        "overwriteSchema", "true"
+    ).save(f"{old}/job_vertices")
+    assert "vertex_order" not in spark.read.format("delta").load(f"{old}/job_vertices").columns
+    compute(spark, str(sample_input), old, settings, quiet)
+    assert _snapshot(spark, old) == _snapshot(spark, fresh)
+
+    staged = str(tmp_path / "staged")
+    ingest(spark, str(sample_input), staged, quiet, settings)
+    for table, dropped in (("stream_nodes", "state_key_serializer_snapshot"), ("stream_graphs", "user_classes")):
+        df = spark.read.format("delta").load(f"{staged}/{table}").drop(dropped).localCheckpoint(eager=True)
+        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(f"{staged}/{table}")
+    from_staged = str(tmp_path / "from_staged")
+    compute(spark, staged, from_staged, settings, quiet)
+    assert _snapshot(spark, from_staged) == _snapshot(spark, fresh)

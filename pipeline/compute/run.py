@@ -25,7 +25,7 @@ from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer as delta_sink
-from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS
+from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, column_type
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import STEPS
 from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
@@ -72,14 +72,24 @@ def _timed(
 
 
 def read_ingested(spark: SparkSession, folder: str) -> StreamTables:
-    """The stream tables of a folder ``ingest`` wrote (its ``graph_errors`` may be absent)."""
-    read = lambda t: spark.read.format("delta").load(delta_sink.table_path(folder, t))  # noqa: E731
+    """The stream tables of a folder ``ingest`` wrote (its ``graph_errors`` may be absent). A
+    folder an earlier release wrote lacks the optional columns added since: they read as null,
+    which is what the spec fields they hold default to."""
+
+    def read(table: str, columns: list[str]) -> DataFrame:
+        df = spark.read.format("delta").load(delta_sink.table_path(folder, table))
+        missing = [c for c in columns if c not in df.columns]
+        return df.select(*df.columns, *[F.lit(None).cast(column_type(c)).alias(c) for c in missing])
+
     errors_path = delta_sink.table_path(folder, "graph_errors")
     if delta_sink.DeltaTable.isDeltaTable(spark, errors_path):
-        errors = read("graph_errors")
+        errors = read("graph_errors", ERROR_COLUMNS)
     else:
         errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
-    return StreamTables(read("stream_graphs"), read("stream_nodes"), read("stream_edges"), errors)
+    return StreamTables(
+        read("stream_graphs", GRAPH_COLUMNS), read("stream_nodes", NODE_COLUMNS), read("stream_edges", EDGE_COLUMNS),
+        errors,
+    )  # fmt: skip
 
 
 def stream_tables_of(rows: DataFrame) -> StreamTables:

@@ -88,6 +88,7 @@ class TableCommit:
     version: int
     rewritten_graphs: int
     attempts: int
+    added_columns: tuple[str, ...] = ()  # columns this release added to a table an earlier one wrote
 
 
 @dataclass
@@ -164,6 +165,8 @@ def write_run(
                 commit.tables[name] = fut.result()  # re-raises the first failure; nothing is published
                 if say:
                     c = commit.tables[name]
+                    if c.added_columns:
+                        say(f"delta write: {name}: columns added by this release: {', '.join(c.added_columns)}")
                     say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} graphs rewritten")
         _publish(spark, output, commit, ids)
         if say:
@@ -194,8 +197,9 @@ def _replace_with_retry(
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
+            added = _add_new_columns(spark, table_path(output, table), rows)
             version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag, graph_count, key)
-            return TableCommit(version, rewritten, attempt)
+            return TableCommit(version, rewritten, attempt, added)
         except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
                 raise
@@ -266,6 +270,20 @@ def _replace_once(
         .execute()
     )
     return _own_version(spark, path, tag), n_changed
+
+
+def _add_new_columns(spark: SparkSession, path: str, rows: DataFrame) -> tuple[str, ...]:
+    """A table an earlier release wrote lacks the columns added since: they are added (nullable,
+    a metadata-only commit), and the MERGE then rewrites every key whose rows now differ, so the
+    new columns are filled. Columns are only ever added, never dropped or retyped (SPEC)."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return ()
+    have = {f.name for f in spark.read.format("delta").load(path).schema.fields}
+    new = [f for f in rows.schema.fields if f.name not in have]
+    if new:
+        added = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
+    return tuple(f.name for f in new)
 
 
 class _CreatedConcurrently(DeltaConcurrentModificationException):

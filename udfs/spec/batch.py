@@ -207,6 +207,7 @@ def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
     ssg = [d.get("slot_sharing_group", "default") for d in nd]
     yielding = [d.get("yielding", False) for d in nd]
     configured = [d.get("parallelism_configured", False) for d in nd]
+    key_snapshots = [d.get("state_key_serializer_snapshot") for d in nd]
     node_ok &= _valid(names, _STR)
     par_arr, par_ok = _java_ints(parallelism)
     node_ok &= par_ok & ((par_arr >= 1) | (par_arr == PARALLELISM_DEFAULT))
@@ -217,6 +218,7 @@ def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
     node_ok &= _valid(strategy, _STR_OR_NONE, _STRATEGY_SET)
     node_ok &= _valid(uids, _STR_OR_NONE)
     node_ok &= _valid(ssg, _STR_OR_NONE)
+    node_ok &= _valid(key_snapshots, _STR_OR_NONE)
     if any(v is not None for v in uid_hashes):
         node_ok &= _flags(uid_hashes, lambda v: v is None or (type(v) is str and UID_HASH_RE.fullmatch(v) is not None))
         uid_hashes = [v.lower() if type(v) is str else v for v in uid_hashes]
@@ -279,6 +281,7 @@ def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
         "yielding": yielding,
         "has_operator": has_operator,
         "parallelism_configured": configured,
+        "state_key_serializer_snapshot": key_snapshots,
     }
     edges = {
         "graph_id": edge_gids,

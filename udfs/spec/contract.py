@@ -9,6 +9,7 @@ checks are the ones a person can act on: each error names the offending node or 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -53,6 +54,10 @@ GRAPH_COLUMNS = [
     "dynamic",
     "auto_parallelism_enabled",
     "source_id_order",
+    # the new job's state facts (SPEC extension, docs/spec-extensions.md): only the restore
+    # check's state half reads them
+    "state_backend",
+    "user_classes",
     "source_file",
 ]
 NODE_COLUMNS = [
@@ -70,6 +75,7 @@ NODE_COLUMNS = [
     "yielding",
     "has_operator",
     "parallelism_configured",
+    "state_key_serializer_snapshot",
 ]
 EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"]
 ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]
@@ -148,6 +154,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _json_object_text(value: Any, what: str) -> str | None:
+    """An optional JSON object, kept as canonical JSON text (one column, whatever its shape)."""
+    if value is None:
+        return None
+    return json.dumps(_object(value, what), sort_keys=True, separators=(",", ":"))
+
+
 def _object(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ContractError("BAD_FIELD", f"{what} must be a JSON object, got {_short(value)}")
@@ -184,6 +197,8 @@ def graph_fields(obj: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
         # StreamGraph.isAutoParallelismEnabled (execution.batch.adaptive.auto-parallelism.enabled,
         # default true); read for dynamic graphs only
         "auto_parallelism_enabled": _bool(obj.get("auto_parallelism_enabled", True), "auto_parallelism_enabled"),
+        "state_backend": _str(obj.get("state_backend"), "state_backend", nullable=True),
+        "user_classes": _json_object_text(obj.get("user_classes"), "user_classes"),
     }
     raw_nodes = obj.get("nodes")
     raw_edges = obj.get("edges", [])
@@ -373,6 +388,7 @@ def _node_row_raw(n: dict[str, Any], in_degree: Counter[int], graph_id: str) -> 
         "yielding": get("yielding", False),
         "has_operator": has_operator,
         "parallelism_configured": get("parallelism_configured", False),
+        "state_key_serializer_snapshot": get("state_key_serializer_snapshot"),
     }
 
 
@@ -401,6 +417,7 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
     _str(row["slot_sharing_group"], f"{where} slot_sharing_group", nullable=True)
     _bool(row["yielding"], f"{where} yielding")
     _bool(row["parallelism_configured"], f"{where} parallelism_configured")
+    _str(row["state_key_serializer_snapshot"], f"{where} state_key_serializer_snapshot", nullable=True)
     return row
 
 
