@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline.session": {"pipeline.settings"},
     "pipeline.progress": set(),
     "pipeline.options": set(),
-    "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink"},
+    "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink", "udfs.restore", "udfs.savepoint"},
     "pipeline.compute": _PIPELINE_BASE | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
     "pipeline.restore": _PIPELINE_BASE
     | {"pipeline.tables", "pipeline.compute", "udfs.flink", "udfs.restore", "udfs.savepoint", "udfs.spec"},

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from pipeline.compute.run import ComputeRun, Progress, compute_run, read_ingested
 from pipeline.restore.manifest import CheckLine, read_manifest
-from pipeline.restore.savepoints import read_savepoint_tables
+from pipeline.restore.savepoints import HEAD_COLUMNS, SavepointTables, read_savepoint_tables
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import (
@@ -41,22 +41,34 @@ from pipeline.tables.columns import (
     MATCHES_COLUMNS,
     RESTORE_CHECKS_COLUMNS,
     SAVEPOINT_OPERATORS_COLUMNS,
+    SAVEPOINT_STATES_COLUMNS,
+    STATE_PROBLEMS_COLUMNS,
     struct,
 )
 from pipeline.tables.stream_tables import StreamTables
 from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows
+from udfs.savepoint.state_rows import state_rows
+from udfs.savepoint.state_streams import StreamHead, operator_states
 from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
-RESTORE_TABLES = ("savepoint_operators", "restore_checks", "restore_operator_matches", "restore_fixes")
+RESTORE_TABLES = (
+    "savepoint_operators",
+    "savepoint_states",
+    "restore_checks",
+    "restore_operator_matches",
+    "restore_fixes",
+    "restore_state_problems",
+)
 # Checks are grouped by their manifest line: two lines may (wrongly) share a check_id, and each
 # still gets its own row.
 _OUT_SCHEMA = struct(["line", "table", "row"])
 _IN_COLS = ["line", "kind", "payload"]
 _CHECK_COLS = ["check_id", "savepoint", "graph_id", "allow_non_restored_state", "flink_version",
-               "chaining_enabled", "old_chaining_enabled", "error"]  # fmt: skip
+               "chaining_enabled", "old_chaining_enabled", "old_flink_version", "target_flink", "error"]  # fmt: skip
 _MANIFEST_SCHEMA = (
     "check_id string, savepoint string, savepoint_path string, graph_id string, "
-    "allow_non_restored_state boolean, savepoint_graph_id string, line string, manifest_error string"
+    "allow_non_restored_state boolean, savepoint_graph_id string, target_flink string, line string, "
+    "manifest_error string"
 )
 
 
@@ -81,25 +93,30 @@ def check_restore(
     settings: Settings,
     progress: Progress | None = None,
     prove_fixes: bool = True,
+    target_flink: str | None = None,
 ) -> RestoreSummary:
     """Decide every check of the manifest at ``checks_path`` against the graphs under
-    ``graphs_path`` (spec files or an ingested folder); all tables land in ``output``."""
+    ``graphs_path`` (spec files or an ingested folder); all tables land in ``output``.
+    ``target_flink``: decide the state half as if the new jobs ran on this Flink line (the
+    upgrade check), unless a manifest line names its own ``target_flink``."""
     progress = progress or Progress()
     summary = RestoreSummary()
     run = compute_run(spark, graphs_path, output, settings, progress, keep_stream=True)
     s = run.summary
     summary.graphs = {"in": s.graphs_in, "processed": s.graphs_processed, "rejected": s.graphs_rejected}
     stream = _stream_of(spark, run, graphs_path)
-    lines = read_manifest(spark, checks_path)
+    lines = read_manifest(spark, checks_path, target_flink)
     savepoints = _read_savepoints(spark, lines, stream)
     progress.say(f"savepoints read: {len({c.savepoint_path for c in lines if c.savepoint_path})}")
     checks = _checks_frame(spark, lines, stream, output, savepoints.errors)
-    decided = _decide(spark, checks, savepoints.operators, stream, output, prove_fixes).localCheckpoint(eager=True)
+    decided = _decide(spark, checks, savepoints, stream, output, prove_fixes).localCheckpoint(eager=True)
     results = _table(decided, "restore_checks", RESTORE_CHECKS_COLUMNS)
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
+    problems = _table(decided, "restore_state_problems", STATE_PROBLEMS_COLUMNS)
     sp_table = _savepoint_operators(spark, lines, savepoints.operators)
-    _write(spark, output, lines, results, matches, fixes, sp_table, progress)
+    states = _savepoint_states(spark, lines, savepoints.heads)
+    _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     proofs = fixes.agg(F.count("*"), F.sum(F.col("verified").cast("int")), F.max("proof_round")).first()
@@ -136,6 +153,11 @@ def _checks_frame(
     columns = [f.split()[0] for f in _MANIFEST_SCHEMA.split(", ")]
     manifest = spark.createDataFrame(pd.DataFrame(rows, columns=columns).astype(object), _MANIFEST_SCHEMA)
     info = stream.graphs.select("graph_id", "flink_version", "chaining_enabled")
+    old_info = stream.graphs.select(
+        F.col("graph_id").alias("savepoint_graph_id"),
+        F.col("chaining_enabled").alias("old_chaining_enabled"),
+        F.col("flink_version").alias("old_flink_version"),
+    )
     errors = spark.read.format("delta").load(delta_writer.table_path(output, "graph_errors"))
     g_err = errors.groupBy("graph_id").agg(
         F.first(F.concat(F.lit("rejected graph: "), F.col("error_code"), F.lit(": "), F.col("message"))).alias("g_err")
@@ -143,9 +165,6 @@ def _checks_frame(
     s_err = sp_errors.groupBy(F.col("savepoint").alias("savepoint_path")).agg(
         F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error")))
         .alias("s_err")
-    )
-    old_info = info.select(
-        F.col("graph_id").alias("savepoint_graph_id"), F.col("chaining_enabled").alias("old_chaining_enabled")
     )
     return (
         manifest.join(info, "graph_id", "left")
@@ -170,9 +189,10 @@ def _payload(df: DataFrame, kind: str, key: str, cols: list[str]) -> DataFrame:
 
 
 def _decide(
-    spark: SparkSession, checks: DataFrame, sp_ops: DataFrame, stream: StreamTables, output: str, prove: bool
+    spark: SparkSession, checks: DataFrame, savepoints: SavepointTables, stream: StreamTables, output: str, prove: bool
 ) -> DataFrame:
-    """(check_id, table, row JSON) for every check: one grouped pandas UDF over all checks."""
+    """(line, table, row JSON) for every check: one grouped pandas UDF over all checks."""
+    sp_ops = savepoints.operators
     read = lambda t: spark.read.format("delta").load(delta_writer.table_path(output, t))  # noqa: E731
     by_graph = (
         _payload(read("job_vertices"), "vx", "graph_id", VERTEX_FIELDS)
@@ -185,18 +205,30 @@ def _decide(
     old_rows = (
         checks.where(F.col("savepoint_graph_id").isNotNull())
         .select("line", F.col("savepoint_graph_id").alias("_key"))
-        .join(by_graph.where(F.col("kind").isin("op", "node", "edge")), "_key")
+        .join(by_graph.where(F.col("kind").isin("op", "node", "edge", "graph")), "_key")
         .withColumn("kind", F.concat(F.lit("old_"), F.col("kind")))
     )
     sp_cols = [c for c in sp_ops.columns if c != "savepoint"]
     sp_rows = checks.select("line", F.col("savepoint_path").alias("_key")).join(
         _payload(sp_ops, "sp", "savepoint", sp_cols), "_key"
     )
+    head_cols = [F.base64("data").alias("data") if c == "data" else F.col(c) for c in HEAD_COLUMNS]
+    heads = savepoints.heads.select(*head_cols)
+    st_rows = checks.select("line", F.col("savepoint_path").alias("_key")).join(
+        heads.select(
+            F.col("savepoint").alias("_key"),
+            F.lit("st").alias("kind"),
+            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")]))
+            .alias("payload"),
+        ),
+        "_key",
+    )
     rows = (
         checks.select("line", F.lit("check").alias("kind"), F.to_json(F.struct(*_CHECK_COLS)).alias("payload"))
         .unionByName(new_rows.select(*_IN_COLS))
         .unionByName(old_rows.select(*_IN_COLS))
         .unionByName(sp_rows.select(*_IN_COLS))
+        .unionByName(st_rows.select(*_IN_COLS))
     )
 
     def per_check(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -230,6 +262,23 @@ def _savepoint_operators(spark: SparkSession, lines: list[CheckLine], operators:
     )
 
 
+def _savepoint_states(spark: SparkSession, lines: list[CheckLine], heads: DataFrame) -> DataFrame:
+    """``savepoint_states``: one row per saved state of each savepoint (as the manifest gives it),
+    from the heads of its state streams."""
+    given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
+    paths = spark.createDataFrame(given or [], "given string, savepoint_path string")
+    named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
+    schema = struct(SAVEPOINT_STATES_COLUMNS)
+
+    def rows(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values(["operator_index", "subtask", "stream_kind"])
+        ops = operator_states(StreamHead.from_row(r) for r in pdf.to_dict("records"))
+        out = state_rows(pdf["given"].iloc[0], ops)
+        return pd.DataFrame(out, columns=schema.fieldNames())
+
+    return named.groupBy("given").applyInPandas(rows, schema)
+
+
 def _write(
     spark: SparkSession,
     output: str,
@@ -237,19 +286,23 @@ def _write(
     results: DataFrame,
     matches: DataFrame,
     fixes: DataFrame,
+    problems: DataFrame,
     sp_table: DataFrame,
+    states: DataFrame,
     progress: Progress,
 ) -> None:
-    """The four tables, each replaced by its key (``check_id``; ``savepoint`` for the savepoint
-    operators) in one Delta commit, then the run published: as ``compute``'s tables."""
+    """The restore tables, each replaced by its key (``check_id``; ``savepoint`` for the
+    savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
     check_ids = spark.createDataFrame(sorted({(c.check_id,) for c in lines}) or [], "check_id string")
     savepoints = spark.createDataFrame(
         sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}) or [], "savepoint string"
     )
     writes = [
         delta_writer.TableWrite("savepoint_operators", sp_table, key="savepoint", ids=savepoints),
+        delta_writer.TableWrite("savepoint_states", states, key="savepoint", ids=savepoints),
         delta_writer.TableWrite("restore_checks", results, key="check_id"),
         delta_writer.TableWrite("restore_operator_matches", matches, key="check_id"),
         delta_writer.TableWrite("restore_fixes", fixes, key="check_id"),
+        delta_writer.TableWrite("restore_state_problems", problems, key="check_id"),
     ]
     delta_writer.write_run(spark, output, writes, check_ids, say=progress.say)

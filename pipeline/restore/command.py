@@ -28,6 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--output", required=True, help="folder that holds one Delta table per sub-folder")
     c.add_argument("--no-proof", action="store_true", help="propose fixes without recomputing the patched graphs")
+    c.add_argument(
+        "--target-flink",
+        metavar="LINE",
+        help="decide the state half as if the new jobs ran on this Flink line, e.g. 2.3 for the 1.x -> 2.x "
+        "upgrade check (a manifest line's own target_flink wins)",
+    )
     add_run_options(c)
     c.set_defaults(run=run)
 
@@ -50,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
             args.output,
             args.database,
             args.catalog,
-            lambda: check_restore(spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof),
+            lambda: check_restore(
+                spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink
+            ),
             progress.say,
         )
     except (InputError, SetupError, ValueError) as e:

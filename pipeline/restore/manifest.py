@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 __all__ = ["CheckLine", "read_manifest", "resolve_savepoint"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_OPTIONAL_STRINGS = ("savepoint_graph_id",)
+_OPTIONAL_STRINGS = ("savepoint_graph_id", "target_flink")
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class CheckLine:
     savepoint_graph_id: str | None
     line: str  # "<file>:<line number>", for messages
     error: str | None = None
+    target_flink: str | None = None  # the Flink line to decide the state half for (the upgrade check)
 
 
 def resolve_savepoint(savepoint: str, manifest_dir: str) -> str:
@@ -45,8 +46,9 @@ def resolve_savepoint(savepoint: str, manifest_dir: str) -> str:
     return posixpath.normpath(posixpath.join(manifest_dir, savepoint))
 
 
-def read_manifest(spark: SparkSession, checks_path: str) -> list[CheckLine]:
-    """Every line of the manifest file (or of every file of a manifest folder), checked.
+def read_manifest(spark: SparkSession, checks_path: str, target_flink: str | None = None) -> list[CheckLine]:
+    """Every line of the manifest file (or of every file of a manifest folder), checked;
+    ``target_flink`` for the lines that do not name their own.
 
     The manifest is read through Spark's file system layer, so it can live wherever Spark
     reads (a local path, ``s3a://``, ``dbfs:/``...); it is small, and checked on the driver."""
@@ -58,11 +60,11 @@ def read_manifest(spark: SparkSession, checks_path: str) -> list[CheckLine]:
         name = posixpath.basename(file)
         for number, text in enumerate(row["value"].splitlines(), start=1):
             if text.strip():
-                lines.append(_check_line(text, f"{name}:{number}", manifest_dir))
+                lines.append(_check_line(text, f"{name}:{number}", manifest_dir, target_flink))
     return _reject_repeated_ids(lines)
 
 
-def _check_line(text: str, where: str, manifest_dir: str) -> CheckLine:
+def _check_line(text: str, where: str, manifest_dir: str, target_flink: str | None = None) -> CheckLine:
     bad_id = f"manifest-error:{where}"
 
     def error(message: str, check_id: str = bad_id, savepoint: str | None = None) -> CheckLine:
@@ -97,6 +99,7 @@ def _check_line(text: str, where: str, manifest_dir: str) -> CheckLine:
         allow_non_restored_state=allow,
         savepoint_graph_id=obj.get("savepoint_graph_id"),
         line=where,
+        target_flink=obj.get("target_flink") or target_flink,
     )
 
 

@@ -41,9 +41,11 @@ COMMAND_TABLES: dict[str, tuple[str, ...]] = {
         "job_edges",
         "graph_errors",
         "savepoint_operators",
+        "savepoint_states",
         "restore_checks",
         "restore_operator_matches",
         "restore_fixes",
+        "restore_state_problems",
     ),
 }
 

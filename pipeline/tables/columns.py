@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from udfs.restore.state_rules import CHECK_EXTRA_COLUMNS, PROBLEM_COLUMNS
+from udfs.savepoint.state_rows import STATE_COLUMNS
+
 OPERATOR_COLUMNS = [
     "graph_id",
     "node_id",
@@ -59,7 +62,19 @@ JOB_EDGE_COLUMNS = [
 
 # The restore tables (SPEC section 5 and what the check adds); every row starts with CHECK_KEY.
 CHECK_KEY = ["check_id", "savepoint", "graph_id"]
-RESTORE_CHECKS_COLUMNS = [*CHECK_KEY, "verdict", "failure", "operator_id", "message", "dropped_operator_ids"]
+RESTORE_CHECKS_COLUMNS = [
+    *CHECK_KEY,
+    "verdict",
+    "failure",
+    "operator_id",
+    "message",
+    "dropped_operator_ids",
+    *CHECK_EXTRA_COLUMNS,  # where Flink fails (job_init / task_restore / task_running), the state ...
+]
+# One row per state-type problem of a check (the state half: udfs/restore/state_rules.py).
+STATE_PROBLEMS_COLUMNS = [*CHECK_KEY, *PROBLEM_COLUMNS]
+# One row per saved state of a savepoint (udfs/savepoint/state_rows.py).
+SAVEPOINT_STATES_COLUMNS = list(STATE_COLUMNS)
 MATCHES_COLUMNS = [
     *CHECK_KEY,
     "operator_index",
@@ -93,6 +108,13 @@ FIXES_COLUMNS = [
     "verified",  # the graph with all of the check's fixes restores
     "verified_verdict",
     "verified_failure",
+    # state-type advice (no spec patch proves it): udfs/restore/state_fixes.py
+    "state_name",
+    "field_path",
+    "advice_code",
+    "advice_basis",  # what the advice rests on: flink_source, real_restores, no
+    "needs_real_restore",
+    "evidence",
 ]
 SAVEPOINT_OPERATORS_COLUMNS = [  # SPEC section 5, then what the reader adds
     "savepoint",
@@ -142,6 +164,8 @@ _INT_COLUMNS = (
     "finished_subtasks",
     "operator_count",
     "master_state_count",
+    "subtasks",
+    "states_checked_in_user_code",
 )
 _LONG_COLUMNS = ("state_size", "checkpoint_id", "metadata_bytes", "trailer_bytes", "unparsed_bytes", "error_offset")
 _BOOL_COLUMNS = (
@@ -163,6 +187,12 @@ _BOOL_COLUMNS = (
     "has_subtask_state",
     "allow_non_restored_state",
     "ok",
+    "uses_kryo",
+    "has_ttl",
+    "decidable",
+    "needs_real_restore",
+    "certain",
+    "reported",
 )
 _ARRAY_COLUMNS = {
     "source_id_order": T.ArrayType(T.IntegerType()),
@@ -171,6 +201,15 @@ _ARRAY_COLUMNS = {
     "dropped_operator_ids": T.ArrayType(T.StringType()),
     "reasons": T.ArrayType(T.StringType()),
     "handle_types": T.ArrayType(T.StringType()),
+    "kryo_classes": T.ArrayType(T.StringType()),
+    "pojo_collection_fields": T.ArrayType(T.StringType()),
+    "class_names": T.ArrayType(T.StringType()),
+    "snapshot_classes": T.ArrayType(T.StringType()),
+    "undecidable_reasons": T.ArrayType(T.StringType()),
+    "taken_as_unchanged": T.ArrayType(T.StringType()),
+    "assumes": T.ArrayType(T.StringType()),
+    "uncertain": T.MapType(T.StringType(), T.StringType()),
+    "order": T.ArrayType(T.IntegerType()),
 }
 
 

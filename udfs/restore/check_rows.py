@@ -23,9 +23,12 @@ from udfs.compute.one_graph import compute_one
 from udfs.errors import CodedError
 from udfs.restore import fixes as rf
 from udfs.restore import rules as rr
+from udfs.restore import state_fixes as sf
+from udfs.restore import state_rules as sr
+from udfs.savepoint.state_streams import StreamHead, operator_states
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy"]
-OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id"]
+OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id", "chain_index"]
 VERTEX_FIELDS = ["jobvertex_id", "parallelism", "max_parallelism", "operator_ids", "user_operator_ids", "vertex_order"]
 # The columns every result row starts with, whichever table it belongs to.
 CHECK_KEY = ("check_id", "savepoint", "graph_id")
@@ -105,7 +108,14 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     new_vertices = vertices(items["vx"])
     allow = bool(check.get("allow_non_restored_state"))
     d = rr.decide(saved, new_vertices, allow, prof, check["savepoint"])
-    out = [result(d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids)]
+    state = _state_half(check, items, d, saved)
+    row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
+    out = [("restore_checks", json.dumps(row))]
+    if state is not None:
+        out += [("restore_state_problems", json.dumps(p.to_row(head))) for p in state.problems]
+        for f in sf.fix_rows(head, state.problems):
+            f["advice_basis"], f["verified"] = f.pop("verified"), None
+            out.append(("restore_fixes", json.dumps(f)))
 
     new = _view(items, "", bool(check.get("chaining_enabled", True)))
     old = _view(items, "old_", bool(check.get("old_chaining_enabled", True)))
@@ -134,6 +144,46 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
                        verified_failure=proof.failure)  # fmt: skip
         out.append(("restore_fixes", json.dumps(row)))
     return out
+
+
+def _state_half(
+    check: dict[str, Any], items: dict[str, list[dict]], d: rr.Decision, saved: list[rr.SavedOperator]
+) -> sr.StateDecision | None:
+    """The state half of the check (:mod:`udfs.restore.state_rules`): the saved state types of
+    every operator the new job restores (the topology half's matches) against what the new
+    graph says of its types (the key serializer per keyed node, the user classes, the backend).
+    None when the savepoint's state streams were not read."""
+    heads = sorted(items.get("st", []), key=lambda r: (r["operator_index"], r["subtask"], r["stream_kind"]))
+    if not heads:
+        return None
+    states = operator_states(StreamHead.from_row(r) for r in heads)
+    graph = (items.get("graph") or [{}])[0]
+    old_graph = (items.get("old_graph") or [{}])[0]
+    nodes = {int(n["node_id"]): {**n, "id": n["node_id"]} for n in items.get("node", [])}
+    ops = {o["operator_id"]: o for o in items.get("op", [])}
+    order = {v["jobvertex_id"]: int(v.get("vertex_order") or 0) for v in items.get("vx", [])}
+    matched: dict[str, sr.NewOperator] = {}
+    for o in d.operators:
+        op = ops.get(o.generated_operator_id or "")
+        if o.status == rr.MATCHED and op is not None:
+            node = nodes.get(int(op["node_id"]), {})
+            matched[o.operator_id] = sr.NewOperator.from_rows(op, node, order.get(op["jobvertex_id"], 0))
+    formats = {r.get("format_version") for r in items.get("sp", [])}
+    target = check.get("target_flink") or check.get("flink_version")
+    ctx = sr.StateContext(
+        saved_major=sr.savepoint_major(next(iter(formats), None), check.get("old_flink_version")),
+        target_major=sr.line_major(target),
+        restore_backend=graph.get("state_backend"),
+    )
+    return sr.decide_states(
+        states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]
+    )
+
+
+def _class_facts(graph: dict[str, Any]) -> dict[str, sr.ClassFacts]:
+    raw = graph.get("user_classes")
+    facts = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    return {name: sr.ClassFacts.from_dict(name, f) for name, f in facts.items()}
 
 
 @dataclass

@@ -31,7 +31,7 @@ Columns (:data:`STATE_COLUMNS`, in this order):
   ``kryo_classes``: the type classes Kryo holds, walk order;
 * ``pojo_collection_fields``: ``Class.field`` of every POJO field that Kryo holds as a
   ``java.util`` collection interface (the 1.x -> 2.x upgrade breaks exactly these);
-* ``user_classes``: non-JDK classes named in the tree (POJO, enum, Kryo, Avro types), the
+* ``class_names``: non-JDK classes named in the tree (POJO, enum, Kryo, Avro types), the
   classes whose facts the restore rules can use;
 * ``has_ttl``: a TTL serializer wraps the value;
 * ``snapshot_classes``: every serializer snapshot class in the state's trees, first seen first;
@@ -84,7 +84,7 @@ STATE_COLUMNS = (
     "first_kryo_path",
     "kryo_classes",
     "pojo_collection_fields",
-    "user_classes",
+    "class_names",
     "has_ttl",
     "snapshot_classes",
     "subtasks",
@@ -288,7 +288,7 @@ def _state_row(
         "first_kryo_path": kryo_at,
         "kryo_classes": list(dict.fromkeys(c for n in every for c in kryo_classes(n))),
         "pojo_collection_fields": list(dict.fromkeys(c for n in every for c in pojo_collection_fields(n))),
-        "user_classes": list(dict.fromkeys(c for n in every for c in user_classes(n))),
+        "class_names": list(dict.fromkeys(c for n in every for c in user_classes(n))),
         "has_ttl": has_ttl(ser),
         "snapshot_classes": list(dict.fromkeys(classes)),
         "subtasks": subtasks,
@@ -307,7 +307,7 @@ def _error_row(savepoint: str, op: OperatorStateTypes, backend: str, reason: str
         uses_kryo=False,
         kryo_classes=[],
         pojo_collection_fields=[],
-        user_classes=[],
+        class_names=[],
         has_ttl=False,
         snapshot_classes=[],
         subtasks=0,
