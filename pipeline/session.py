@@ -62,11 +62,23 @@ def import_graphframes(spark: SparkSession, settings: Settings):
     return graphframes
 
 
+def launched_by_spark_submit() -> bool:
+    """True when this Python process is the driver of a ``spark-submit`` (its JVM started
+    first and handed this process a gateway), whose ``--master``, ``--jars``, ``--conf`` and
+    driver settings are the user's and must win over the pipeline's local defaults."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSession:
-    """Reuse an active session (spark-submit, Databricks), else build a local one."""
+    """Reuse an active session (a notebook, Databricks), else build one: under ``spark-submit``
+    with spark-submit's master, jars and configuration (the pipeline adds only what the job
+    itself needs: Delta's extension, its own jars, the SQL settings); elsewhere a local session
+    with the configured master (``FLINK_JOBGRAPH_MASTER`` wins)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if launched_by_spark_submit():
+        return _submitted_session(settings, app_name)
     spark_conf = settings.spark
     # Python workers must run this interpreter (the venv's), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -93,6 +105,37 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _submitted_session(settings: Settings, app_name: str) -> SparkSession:
+    """The session of a ``spark-submit`` run: its master and launcher settings as given; the
+    pipeline's jars added to ``--jars`` (not replacing them) when they are not there yet."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM before reading its conf
+    conf = SparkConf()  # what spark-submit put in the JVM's system properties
+    given = [j for j in (conf.get("spark.jars", "") or "").split(",") if j]
+    names = {Path(j).name for j in given}
+    try:
+        ours = [j for j in jar_paths(settings) if Path(j).name not in names]
+    except SetupError:
+        ours = []  # the cluster brings Delta and GraphFrames itself (checked when they are used)
+    spark_conf = settings.spark
+    builder = SparkSession.builder.appName(conf.get("spark.app.name", app_name))
+    for key, value in (
+        ("spark.jars", ",".join(given + ours)),
+        ("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"),
+        ("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"),
+        ("spark.sql.shuffle.partitions", str(spark_conf.shuffle_partitions)),
+        ("spark.sql.execution.arrow.pyspark.enabled", "true"),
+        ("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf.arrow_batch_rows)),
+        ("spark.sql.session.timeZone", "UTC"),
+    ):
+        if key == "spark.jars" or not conf.contains(key):  # a --conf of the user's wins
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
