@@ -2,7 +2,7 @@
 
 ``cogroup(...).applyInPandas`` keyed by graph_id pays Spark's per-group cost (an Arrow
 round trip, a pandas frame per side) once per graph, which for fleets of small graphs
-costs more than the work itself (measured: bench/results). Graphs read back from an
+costs more than the work itself. Graphs read back from an
 ingested folder are instead hashed into buckets of a few hundred; one UDF call gets a whole
 bucket (:func:`cogroup_buckets`, used by :func:`pipeline.compute.stage.rows_from_tables`). The rows
 it returns are laid out by :mod:`pipeline.compute.row_codec`.

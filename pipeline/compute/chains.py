@@ -1,4 +1,4 @@
-"""Step 6: chains as connected components of the chainable edges.
+"""Chains as connected components of the chainable edges (GraphFrames), and their check.
 
 Flink chains an edge only into a node with exactly one input, so the chainable edges
 form a forest whose roots are the chain heads; its connected components are the chains.
@@ -7,7 +7,7 @@ form a forest whose roots are the chain heads; its connected components are the 
 every node points at its chainable parent, and each round replaces the pointer by the
 parent's pointer, so a chain of length L needs log2(L) rounds, each one join over the
 nodes that have not reached their root yet (the frontier). Both give the same tables
-(``tests/test_chains.py``); ``docs/chains.md`` records the measured costs.
+(``tests/test_chains.py``); ``docs/chains.md`` says what each costs.
 
 Long chains. GraphX's components (the default algorithm) run one Pregel iteration per
 link of the longest chain: a 300-operator chain cost minutes, a 20,000-operator one never

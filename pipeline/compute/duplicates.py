@@ -1,4 +1,4 @@
-"""Step 3: the checks that need more than one graph at a time.
+"""The checks that need more than one graph at a time: a graph_id seen twice.
 
 Per-graph contract checks run while reading (:mod:`udfs.spec.contract`). What is
 left is the input as a whole: a graph_id must be unique within one input, or its rows

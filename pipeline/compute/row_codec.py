@@ -34,11 +34,9 @@ from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_
 
 # Columns of these types share typed slots (i0, s0, b0, ...), each kind filling them in its
 # column order; a column of any other type keeps its own name. The rows are then as wide as
-# the widest kind per type, not the union of every kind's columns (for the per-graph stage,
-# when measured: 17 columns instead of 45, nearly all null in any one row). On the 10k fleet this took
-# read+compute from 33.6 s to 28.6 s and peak memory from 9.9 to 7.7 GB
-# (bench/results/20261122-041649-fleet-10k-narrow.json): fewer columns to build in pandas,
-# to convert to and from Arrow, and to hold in the checkpoint.
+# the widest kind per type, not the union of every kind's columns (nearly all null in any
+# one row): fewer columns to build, to convert to and from Arrow, and to hold in the
+# checkpoint (what that saves: docs/benchmarks.md).
 _SLOT_PREFIX: dict[T.DataType, str] = {T.IntegerType(): "i", T.StringType(): "s", T.BooleanType(): "b"}
 _KEYS = ("kind", "graph_id")  # in every row, never null, never a kind's declared column
 
@@ -114,9 +112,8 @@ class RowCodec:
         columns, in any order.
 
         Each kind is aligned to the schema on its own, before any concat: concatenating
-        differently shaped frames first was a third of the job-graph UDF
-        (bench/results/profile-20261122-003531-fleet-1k.json), as it turns every partly
-        missing int column into objects, which then cost a slow conversion. A kind's own
+        differently shaped frames turns every partly missing int column into objects, which
+        then cost a slow conversion. A kind's own
         columns are converted only where Arrow needs it; the columns it does not fill are
         typed all-null columns."""
         return [self._encode_kind(kind, rows) for kind, rows in by_kind.items()]

@@ -1,11 +1,9 @@
 """The per-graph stage: spec text -> every per-graph step -> rows of all output tables, in
 ONE Spark stage.
 
-Every step but the chains is per graph, and a graph is small: run as Spark stages of their
-own (one per step, each a shuffle and a materialised table, the former "staged executor")
-they mostly paid Spark's fixed costs, 139.1 s against 71.0 s at 10k graphs
-(bench/results/20261122-030700-fleet-10k-staged.json, 20261122-025104-fleet-10k-fused.json).
-Here one ``mapInArrow`` over the input lines parses and checks each graph
+Every step but the chains is per graph, and a graph is small: a Spark stage per step would
+mostly pay Spark's fixed costs (a shuffle and a materialised table each; docs/benchmarks.md).
+So one ``mapInArrow`` over the input lines parses and checks each graph
 (:mod:`udfs.spec.contract`) and runs the rest on the batch
 (:func:`udfs.compute.batch.compute_batch`): no shuffle until the connected components, which
 need all graphs' chainable edges at once.
@@ -13,7 +11,8 @@ need all graphs' chainable edges at once.
 Output: Arrow batches of :data:`FUSED_SCHEMA`, one per kind, ``kind`` telling the row's table:
 ``operator``/``vertex``/``job_edge`` (the output tables), ``chain_edge`` (the input of
 connected components), ``graph`` (one per input graph text: id, file, node count),
-``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch).
+``stats`` (traversal statistics), ``error`` and ``timing`` (worker seconds per step and batch),
+and, when asked (``emit``), the stream tables' rows (``stream_graph``/``stream_node``/``stream_edge``).
 Each kind's columns, and where they sit in the schema, are :data:`pipeline.compute.row_codec.FUSED_ROWS`'s:
 rows go in and come out only through it.
 """

@@ -1,4 +1,4 @@
-"""Step 8: the Delta tables, replaced graph by graph, one commit per table, published per run.
+"""The Delta tables, replaced by key (graph by graph), one commit per table, published per run.
 
 A run owns the graph_ids it read: in every table, rows of those graphs are replaced by the
 run's rows, so re-running on the same input leaves the same content, a graph that now fails
@@ -220,9 +220,9 @@ def _replace_once(
     graph_count: int | None = None,
     key: str = "graph_id",
 ) -> tuple[int, int]:
-    # One file per core, not one per input partition: the fused executor's rows keep the
+    # One file per core, not one per input partition: the per-graph stage's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
-    # Delta more than the rows (measured on the 10k fleet: see bench/README.md).
+    # Delta more than the rows.
     rows = rows.coalesce(spark.sparkContext.defaultParallelism)  # never adds partitions
     if not DeltaTable.isDeltaTable(spark, path):
         # The first run creates the table with its rows in commit 0. "errorifexists" makes a

@@ -1,4 +1,4 @@
-"""Step 2: the vertex and edge tables of all stream graphs, keyed by graph_id.
+"""The stream tables (graphs, nodes, edges, errors) of all stream graphs, keyed by graph_id.
 
 ``stream_graphs``, ``stream_nodes`` and ``stream_edges`` are what ``flink-jobgraph
 ingest`` writes, and what ``compute`` reads back from an ingested folder; their columns are
