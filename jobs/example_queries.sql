@@ -62,3 +62,44 @@ FROM delta.`{out}/savepoint_operators` AS s
 LEFT ANTI JOIN delta.`{out}/operators` AS op
   ON op.operator_id = s.operator_id OR op.user_operator_id = s.operator_id
 ORDER BY s.savepoint, s.operator_index;
+
+-- 14. The state's types (check-restore reads them from every savepoint: savepoint_states):
+--     states held by Kryo anywhere in their type, with the path to the Kryo part.
+SELECT savepoint, operator_name, operator_uid, state_name, state_kind, value_type, first_kryo_path, kryo_classes
+FROM delta.`{out}/savepoint_states`
+WHERE uses_kryo
+ORDER BY savepoint, operator_id, state_name;
+
+-- 15. POJOs whose collection fields Flink 1.x gave to Kryo: the state that will not restore on
+--     Flink 2.x (check-restore --target-flink 2.3 says so per check).
+SELECT savepoint, operator_name, operator_uid, state_name, explode(pojo_collection_fields) AS pojo_field
+FROM delta.`{out}/savepoint_states`
+WHERE size(pojo_collection_fields) > 0
+ORDER BY savepoint, operator_id, state_name;
+
+-- 16. Which savepoints will not come across to the new Flink line, and why: every state
+--     problem of every check, with the field and Flink's message.
+SELECT p.check_id, p.operator_id, p.state_name, p.failure, p.cause, p.field_path, p.failure_stage, p.message
+FROM delta.`{out}/restore_state_problems` AS p
+WHERE p.verdict = 'FAILS'
+ORDER BY p.check_id, p.order;
+
+-- 17. States restored into operators without a uid (their ID is generated: any upstream edit
+--     of the job loses them).
+SELECT DISTINCT m.graph_id, m.node_id, m.name, s.state_name, s.state_kind, s.value_type
+FROM delta.`{out}/savepoint_states` AS s
+JOIN delta.`{out}/restore_operator_matches` AS m
+  ON m.savepoint = s.savepoint AND m.operator_id = s.operator_id AND m.status = 'MATCHED'
+JOIN delta.`{out}/operators` AS op
+  ON op.graph_id = m.graph_id AND op.node_id = m.node_id
+WHERE op.uid IS NULL AND op.user_operator_id IS NULL AND s.state_name IS NOT NULL
+ORDER BY m.graph_id, m.node_id, s.state_name;
+
+-- 18. Per savepoint, its three largest operator states (bytes the state handles declare).
+SELECT * FROM (
+  SELECT savepoint, operator_id, operator_name, operator_uid, state_size,
+         rank() OVER (PARTITION BY savepoint ORDER BY state_size DESC) AS rank_in_job
+  FROM delta.`{out}/savepoint_operators`
+  WHERE has_state
+) WHERE rank_in_job <= 3
+ORDER BY savepoint, rank_in_job;

@@ -73,7 +73,8 @@ def run(spark, settings, fleet, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("out"))
     check_restore(spark, str(root / "graphs"), str(root / "checks.jsonl"), out, settings)
     read = lambda t: spark.read.format("delta").load(f"{out}/{t}").toPandas()  # noqa: E731
-    return {t: read(t) for t in ("restore_checks", "savepoint_states", "restore_state_problems", "restore_fixes")}
+    tables = {t: read(t) for t in ("restore_checks", "savepoint_states", "restore_state_problems", "restore_fixes")}
+    return {**tables, "_out": out}
 
 
 def test_savepoint_states_are_the_readers_rows(run, fleet):
@@ -149,3 +150,33 @@ def test_failures_have_their_problem_and_advice(run):
         assert r.failure in set(mine["failure"]), r.check_id
         advice = fixes[(fixes["check_id"] == r.check_id) & fixes["advice_code"].notna()]
         assert len(advice) > 0, r.check_id
+
+
+def test_the_state_fleet_queries_answer(spark, run, fleet, tmp_path_factory):
+    """Queries 14-18 of jobs/example_queries.sql over this run's tables."""
+    from devtools.queries import example_queries
+
+    root, cases, folders = fleet
+    out = run["_out"]
+    queries = {t.split(".")[0]: sql for t, sql in example_queries(out)}
+    kryo = spark.sql(queries["14"]).toPandas()
+    states = run["savepoint_states"]
+    assert len(kryo) == int(states["uses_kryo"].sum()) > 0
+    pojo = spark.sql(queries["15"]).toPandas()
+    assert set(pojo["pojo_field"]) == {"statetypes.user.PojoColl.tags", "statetypes.user.PojoColl.counts"}
+    problems = spark.sql(queries["16"]).toPandas()
+    checks = run["restore_checks"]
+    assert set(problems["check_id"]) >= set(checks.loc[checks["failure_stage"].isin(["task_restore", "task_running"]),
+                                                       "check_id"])  # fmt: skip
+    no_uid = spark.sql(queries["17"]).toPandas()
+    ops = spark.read.format("delta").load(f"{out}/operators").toPandas()
+    matches = spark.read.format("delta").load(f"{out}/restore_operator_matches").toPandas()
+    named = states[states["state_name"].notna()].merge(
+        matches[matches["status"] == "MATCHED"], on=["savepoint", "operator_id"]
+    ).merge(ops, on=["graph_id", "node_id"], suffixes=("", "_op"))
+    expected = named[named["uid_op"].isna() & named["user_operator_id"].isna()]
+    assert {(r.graph_id, r.node_id, r.state_name) for r in no_uid.itertuples()} == {
+        (r.graph_id, r.node_id, r.state_name) for r in expected.itertuples()
+    }
+    largest = spark.sql(queries["18"]).toPandas()
+    assert largest.groupby("savepoint")["rank_in_job"].max().max() <= 3 and len(largest) > 0
