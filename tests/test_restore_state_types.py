@@ -180,3 +180,87 @@ def test_the_state_fleet_queries_answer(spark, run, fleet, tmp_path_factory):
     }
     largest = spark.sql(queries["18"]).toPandas()
     assert largest.groupby("savepoint")["rank_in_job"].max().max() <= 3 and len(largest) > 0
+
+
+def _broken_copies(folders: dict, cases: list, dest: Path) -> dict[str, Path]:
+    """Copies of a file-state savepoint: one state file truncated to 10 bytes, one deleted, one
+    with bit flips in its head."""
+    import random
+    import shutil
+
+    runtime = {c["case_id"]: c["runtime"] for c in cases}
+    case = next(c for c in cases if runtime[c["case_id"]]["inline_threshold"] == "0b"
+                and runtime[c["case_id"]]["state_backend"] == "hashmap")  # fmt: skip
+    src = folders[case["case_id"]]
+    out = {}
+    for kind in ("truncated", "missing", "flipped"):
+        copy = dest / kind / src.name
+        shutil.copytree(src, copy)
+        state = max((p for p in copy.iterdir() if p.name != "_metadata"), key=lambda p: p.stat().st_size)
+        data = bytearray(state.read_bytes())
+        if kind == "truncated":
+            state.write_bytes(bytes(data[:10]))
+        elif kind == "missing":
+            state.unlink()
+        else:
+            rng = random.Random(7)
+            for _ in range(40):
+                i = rng.randrange(min(len(data), 400))
+                data[i] ^= 1 << rng.randrange(8)
+            state.write_bytes(bytes(data))
+        out[kind] = copy
+    return {**out, "case": case, "state_file": state.name}
+
+
+def test_inventory_reads_a_fleet_and_names_what_it_cannot_read(spark, run, fleet, tmp_path, capsys):
+    from pipeline.cli import main
+
+    root, cases, folders = fleet
+    broken = _broken_copies(folders, cases, tmp_path / "broken")
+    out = str(tmp_path / "inv")
+    args = ["inventory", "--quiet", "--savepoints", str(root / "savepoints"), str(tmp_path / "broken"),
+            str(tmp_path / "no-such-folder"), "--output", out]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+    said = capsys.readouterr().out
+    assert said.startswith("inventory: 84 savepoints (1 unreadable)"), said
+    states = spark.read.format("delta").load(f"{out}/savepoint_states").toPandas()
+    errors = spark.read.format("delta").load(f"{out}/savepoint_errors").toPandas()
+    assert list(errors["error"]) == ["savepoint path does not exist"]
+    # the same states as check-restore read for the same folders (named by their URI here)
+    mine = run["savepoint_states"]
+    for c in cases[:10]:
+        folder = folders[c["case_id"]]
+        here = states[states["savepoint"].str.endswith(str(folder).rstrip("/"))]
+        there = mine[mine["savepoint"] == str(folder.relative_to(root))]
+        key = ["operator_id", "state_name", "value_type", "serializer_tree"]
+        assert sorted(map(tuple, here[key].values.tolist())) == sorted(map(tuple, there[key].values.tolist()))
+    for kind in ("truncated", "missing", "flipped"):
+        rows = states[states["savepoint"].str.endswith(str(broken[kind]))]
+        assert len(rows) > 0, kind
+        if kind != "flipped":  # a flipped bit may still read as a (different) valid proxy
+            bad = rows[rows["unreadable_reason"].notna()]
+            assert len(bad) > 0 and broken["state_file"] in " ".join(bad["unreadable_reason"]), kind
+
+
+def test_a_check_whose_state_file_is_missing_is_an_error_naming_it(spark, settings, fleet, tmp_path):
+    from pipeline.restore.check import check_restore
+
+    root, cases, folders = fleet
+    broken = _broken_copies(folders, cases, tmp_path)
+    case = broken["case"]
+    graphs = tmp_path / "graphs.jsonl"
+    graphs.write_text(json.dumps(case["v1"]) + "\n" + json.dumps(case["v2"]) + "\n")
+    manifest = tmp_path / "checks.jsonl"
+    manifest.write_text("".join(
+        json.dumps({"check_id": kind, "savepoint": str(broken[kind]), "graph_id": case["v2"]["graph_id"]}) + "\n"
+        for kind in ("truncated", "missing", "flipped")
+    ))  # fmt: skip
+    out = str(tmp_path / "out")
+    check_restore(spark, str(graphs), str(manifest), out, settings)
+    rows = {r["check_id"]: r for r in spark.read.format("delta").load(f"{out}/restore_checks").collect()}
+    for kind in ("truncated", "missing"):
+        assert rows[kind]["verdict"] == "ERROR", kind
+        assert rows[kind]["message"].startswith("unreadable state: operator ") and broken["state_file"] in rows[kind][
+            "message"
+        ], rows[kind]["message"]
+    assert rows["flipped"]["verdict"] in ("ERROR", "RESTORES", "FAILS")  # decided or named, never an abort

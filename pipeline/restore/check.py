@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from pipeline.compute.run import ComputeRun, Progress, compute_run, read_ingested
 from pipeline.restore.manifest import CheckLine, read_manifest
-from pipeline.restore.savepoints import HEAD_COLUMNS, SavepointTables, read_savepoint_tables
+from pipeline.restore.savepoints import HEAD_COLUMNS, SavepointTables, read_savepoint_tables, savepoint_states
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import (
@@ -41,14 +41,11 @@ from pipeline.tables.columns import (
     MATCHES_COLUMNS,
     RESTORE_CHECKS_COLUMNS,
     SAVEPOINT_OPERATORS_COLUMNS,
-    SAVEPOINT_STATES_COLUMNS,
     STATE_PROBLEMS_COLUMNS,
     struct,
 )
 from pipeline.tables.stream_tables import StreamTables
 from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows
-from udfs.savepoint.state_rows import state_rows
-from udfs.savepoint.state_streams import StreamHead, operator_states
 from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 RESTORE_TABLES = (
@@ -115,7 +112,8 @@ def check_restore(
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
     problems = _table(decided, "restore_state_problems", STATE_PROBLEMS_COLUMNS)
     sp_table = _savepoint_operators(spark, lines, savepoints.operators)
-    states = _savepoint_states(spark, lines, savepoints.heads)
+    given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
+    states = savepoint_states(spark, given, savepoints.heads)
     _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
@@ -260,23 +258,6 @@ def _savepoint_operators(spark: SparkSession, lines: list[CheckLine], operators:
         .join(paths, "savepoint_path")
         .select(*SAVEPOINT_OPERATORS_COLUMNS)
     )
-
-
-def _savepoint_states(spark: SparkSession, lines: list[CheckLine], heads: DataFrame) -> DataFrame:
-    """``savepoint_states``: one row per saved state of each savepoint (as the manifest gives it),
-    from the heads of its state streams."""
-    given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
-    paths = spark.createDataFrame(given or [], "given string, savepoint_path string")
-    named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
-    schema = struct(SAVEPOINT_STATES_COLUMNS)
-
-    def rows(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values(["operator_index", "subtask", "stream_kind"])
-        ops = operator_states(StreamHead.from_row(r) for r in pdf.to_dict("records"))
-        out = state_rows(pdf["given"].iloc[0], ops)
-        return pd.DataFrame(out, columns=schema.fieldNames())
-
-    return named.groupBy("given").applyInPandas(rows, schema)
 
 
 def _write(

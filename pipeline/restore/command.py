@@ -13,7 +13,11 @@ from pipeline.options import add_run_options, fail, overrides, write_summary
 HELP = "savepoints x new graphs -> restore_checks, restore_operator_matches, restore_fixes, savepoint_operators"
 
 
+INVENTORY_HELP = "savepoints -> savepoint_operators, savepoint_states (every saved state's types), savepoint_errors"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    add_inventory_parser(sub)
     c = sub.add_parser("check-restore", help=HELP, description=HELP)
     c.add_argument(
         "--graphs",
@@ -67,6 +71,51 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"check-restore: {s.checks} checks ({verdicts}); fixes proposed {s.fixes}, proven {s.fixes_verified} "
         f"({s.proof_rounds} proof rounds) -> {args.output}"
+    )
+    write_summary(args.summary_json, s.as_dict())
+    return 0
+
+
+def add_inventory_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("inventory", help=INVENTORY_HELP, description=INVENTORY_HELP)
+    c.add_argument(
+        "--savepoints",
+        required=True,
+        nargs="+",
+        metavar="PATH",
+        help="savepoint or retained-checkpoint folders, their _metadata files, or folders to search for them "
+        "(any URI Spark reads)",
+    )
+    c.add_argument("--output", required=True, help="folder that holds one Delta table per sub-folder")
+    add_run_options(c)
+    c.set_defaults(run=run_inventory)
+
+
+def run_inventory(args: argparse.Namespace) -> int:
+    from pipeline.compute.run import Progress
+    from pipeline.restore.inventory import NoSavepoints, inventory
+    from pipeline.session import SetupError, get_spark
+    from pipeline.settings import load_settings
+    from pipeline.tables import catalog
+
+    try:
+        settings = load_settings(overrides(args.set))
+        spark = get_spark(settings)
+        progress = Progress(not args.quiet)
+        s = catalog.with_registration(
+            spark,
+            "inventory",
+            args.output,
+            args.database,
+            args.catalog,
+            lambda: inventory(spark, args.savepoints, args.output, progress),
+            progress.say,
+        )
+    except (NoSavepoints, SetupError, ValueError) as e:
+        return fail(e)
+    print(
+        f"inventory: {s.savepoints} savepoints ({s.unreadable} unreadable), {s.operators} operators, "
+        f"{s.states} states ({s.kryo_states} held by Kryo), {s.bytes_read} bytes read -> {args.output}"
     )
     write_summary(args.summary_json, s.as_dict())
     return 0

@@ -30,9 +30,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.session import SetupError
-from pipeline.tables.columns import column_type
+from pipeline.tables.columns import SAVEPOINT_STATES_COLUMNS, column_type, struct
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
-from udfs.savepoint.state_streams import FIRST_CHUNK, head_status, next_length
+from udfs.savepoint.state_rows import state_rows
+from udfs.savepoint.state_streams import FIRST_CHUNK, StreamHead, head_status, next_length, operator_states
 
 
 def _schema(*fields: tuple[str, bool]) -> T.StructType:
@@ -447,3 +448,19 @@ def _judge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             errors.append(error)
         batch = batch.assign(error=errors, _status=statuses)
         yield batch
+
+
+def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], heads: DataFrame) -> DataFrame:
+    """``savepoint_states``: one row per saved state of each savepoint, named as given
+    (``given``: pairs of the name and the path it was read under), from the heads of its
+    state streams."""
+    paths = spark.createDataFrame(list(given) or [], "given string, savepoint_path string")
+    named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
+    schema = struct(SAVEPOINT_STATES_COLUMNS)
+
+    def rows(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values(["operator_index", "subtask", "stream_kind"])
+        ops = operator_states(StreamHead.from_row(r) for r in pdf.to_dict("records"))
+        return pd.DataFrame(state_rows(pdf["given"].iloc[0], ops), columns=schema.fieldNames())
+
+    return named.groupBy("given").applyInPandas(rows, schema)

@@ -35,6 +35,7 @@ R = TypeVar("R")
 COMMAND_TABLES: dict[str, tuple[str, ...]] = {
     "compute": ("operators", "job_vertices", "job_edges", "graph_errors"),
     "ingest": ("stream_graphs", "stream_nodes", "stream_edges", "graph_errors"),
+    "inventory": ("savepoint_operators", "savepoint_states", "savepoint_errors"),
     "check-restore": (
         "operators",
         "job_vertices",

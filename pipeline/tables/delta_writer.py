@@ -49,6 +49,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 RUNS_TABLE = "runs"
+_KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 RUN_TAG_PREFIX = "flink-jobgraph-run:"
 MAX_ATTEMPTS = 12  # per table; two or three concurrent runs need a few, see scripts/fault_trials.py
@@ -167,7 +168,8 @@ def write_run(
                     c = commit.tables[name]
                     if c.added_columns:
                         say(f"delta write: {name}: columns added by this release: {', '.join(c.added_columns)}")
-                    say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} graphs rewritten")
+                    keys = _KEY_WORDS.get(next(w.key for w in writes if w.name == name), "keys")
+                    say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} {keys} rewritten")
         _publish(spark, output, commit, ids)
         if say:
             say("delta write: run published")

@@ -319,8 +319,9 @@ def _error_row(savepoint: str, op: OperatorStateTypes, backend: str, reason: str
 def state_rows(savepoint: str, operators: Mapping[str, OperatorStateTypes]) -> list[dict[str, Any]]:
     """``savepoint_states`` rows of one savepoint: per operator (the mapping's order, which is
     the ``_metadata`` file order) its keyed states, then its operator and broadcast states, each
-    in the file order of the first subtask that lists it. A stream that could not be read at all
-    adds one row with ``state_name`` null and its error as ``unreadable_reason``."""
+    in the file order of the first subtask that lists it. Every stream that could not be read
+    (a missing or truncated state file) adds one row with ``state_name`` null and its error,
+    naming the stream, as ``unreadable_reason``."""
     out: list[dict[str, Any]] = []
     for op in operators.values():
         streams = (("managed_keyed", "keyed", op.keyed), ("managed_operator", "operator", op.operator))
@@ -336,7 +337,7 @@ def state_rows(savepoint: str, operators: Mapping[str, OperatorStateTypes]) -> l
             key = op.keyed_proxy.key_serializer if backend == "keyed" and op.keyed_proxy else None
             for name, info in op.states(kind).items():
                 out.append(_state_row(savepoint, op, info, backend, key, counts.get(name, 0), stopped))
-            errors = [s.error for s in subtasks if s.error]
-            if errors and not counts:
-                out.append(_error_row(savepoint, op, backend, errors[0]))
+            for s in subtasks:  # a stream that could not be read: one row naming it
+                if s.error:
+                    out.append(_error_row(savepoint, op, backend, f"{kind}[{s.subtask}] {s.source}: {s.error}"))
     return out

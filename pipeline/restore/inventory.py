@@ -1,0 +1,103 @@
+"""``flink-jobgraph inventory``: what a fleet's savepoints hold, without the jobs' graphs.
+
+Every savepoint (or retained checkpoint) found under the given paths is read once, on the
+executors: its ``_metadata`` whole, each state stream only as far as its serialization proxy
+(:mod:`pipeline.restore.savepoints`). The tables, keyed by the savepoint's folder:
+``savepoint_operators`` (SPEC section 5), ``savepoint_states`` (every saved state with its
+types) and ``savepoint_errors`` (a savepoint that could not be read, with the reason), written
+as every table of the pipeline is (one commit each, the run published in ``runs``).
+
+A given path is a savepoint folder, its ``_metadata`` file, or any folder above them: every
+``_metadata`` below it is one savepoint (Flink's ``savepoint-*`` and ``chk-*`` layouts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.progress import Progress
+from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
+from pipeline.tables import delta_writer
+from pipeline.tables.columns import SAVEPOINT_OPERATORS_COLUMNS
+
+TABLES = ("savepoint_operators", "savepoint_states", "savepoint_errors")
+
+
+class NoSavepoints(ValueError):
+    """No ``_metadata`` under any given path."""
+
+
+@dataclass
+class InventorySummary:
+    savepoints: int = 0
+    unreadable: int = 0
+    operators: int = 0
+    states: int = 0
+    kryo_states: int = 0
+    bytes_read: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:
+    """The savepoints under ``paths``: a ``_metadata`` file or a folder holding one as given,
+    any other folder searched for ``_metadata`` files (their folders, as URIs)."""
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    found: list[str] = []
+    for given in paths:
+        hpath = jvm.org.apache.hadoop.fs.Path(given)
+        fs = hpath.getFileSystem(conf)
+        if not fs.exists(hpath):
+            found.append(given)  # read_savepoint_tables reports it as an error row
+            continue
+        status = fs.getFileStatus(hpath)
+        if status.isFile() or fs.exists(jvm.org.apache.hadoop.fs.Path(hpath, "_metadata")):
+            found.append(given)
+            continue
+        files = fs.listFiles(hpath, True)
+        while files.hasNext():
+            f = files.next().getPath()
+            if f.getName() == "_metadata":
+                found.append(f.getParent().toString())
+    return sorted(dict.fromkeys(found))
+
+
+def inventory(spark: SparkSession, paths: list[str], output: str, progress: Progress | None = None) -> InventorySummary:
+    """Read every savepoint under ``paths``; write the three tables under ``output``."""
+    progress = progress or Progress()
+    summary = InventorySummary()
+    savepoints = find_savepoints(spark, paths)
+    if not savepoints:
+        raise NoSavepoints(f"no Flink _metadata file under {', '.join(paths)}")
+    progress.say(f"inventory: {len(savepoints)} savepoints")
+    with progress.stage(spark, "read savepoints"):
+        tables = read_savepoint_tables(spark, savepoints)
+        operators = tables.operators.select(*SAVEPOINT_OPERATORS_COLUMNS)
+        states = savepoint_states(spark, [(s, s) for s in savepoints], tables.heads).localCheckpoint(eager=True)
+        errors = tables.errors.select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
+    ids = spark.createDataFrame([(s,) for s in savepoints], "savepoint string")
+    writes = [delta_writer.TableWrite(t, df, key="savepoint", ids=ids) for t, df in zip(
+        TABLES, (operators, states, errors), strict=True)]  # fmt: skip
+    delta_writer.write_run(spark, output, writes, ids, say=progress.say)
+    summary.savepoints = len(savepoints)
+    summary.unreadable = errors.count()
+    summary.operators = operators.count()
+    summary.states = states.where(F.col("state_name").isNotNull()).count()
+    summary.kryo_states = states.where(F.col("uses_kryo")).count()
+    summary.bytes_read = _bytes_read(tables.heads, tables.savepoints)
+    return summary
+
+
+def _bytes_read(heads: DataFrame, savepoints: DataFrame) -> int:
+    """The bytes fetched: every ``_metadata`` whole, every state stream's head (inline heads
+    come with their ``_metadata``)."""
+    meta = savepoints.agg(F.sum("metadata_bytes")).first()[0] or 0
+    files = heads.where(F.col("source") != "inline").agg(F.sum(F.length("data"))).first()[0] or 0
+    return int(meta) + int(files)
