@@ -242,7 +242,9 @@ def test_inventory_reads_a_fleet_and_names_what_it_cannot_read(spark, run, fleet
             assert len(bad) > 0 and broken["state_file"] in " ".join(bad["unreadable_reason"]), kind
 
 
-def test_a_check_whose_state_file_is_missing_is_an_error_naming_it(spark, settings, fleet, tmp_path):
+def test_a_check_whose_state_file_is_missing_says_it_cannot_decide_naming_it(spark, settings, fleet, tmp_path):
+    """A state file missing or truncated where the savepoint says: the topology half's verdict
+    stands, the state half is not decidable, and the row names the file."""
     from pipeline.restore.check import check_restore
 
     root, cases, folders = fleet
@@ -259,8 +261,8 @@ def test_a_check_whose_state_file_is_missing_is_an_error_naming_it(spark, settin
     check_restore(spark, str(graphs), str(manifest), out, settings)
     rows = {r["check_id"]: r for r in spark.read.format("delta").load(f"{out}/restore_checks").collect()}
     for kind in ("truncated", "missing"):
-        assert rows[kind]["verdict"] == "ERROR", kind
-        assert rows[kind]["message"].startswith("unreadable state: operator ") and broken["state_file"] in rows[kind][
-            "message"
-        ], rows[kind]["message"]
-    assert rows["flipped"]["verdict"] in ("ERROR", "RESTORES", "FAILS")  # decided or named, never an abort
+        row = rows[kind]
+        assert row["verdict"] == "RESTORES" and row["decidable"] is False, kind
+        reasons = " ".join(row["undecidable_reasons"])
+        assert reasons.startswith("STATE_UNREADABLE: state stream managed_keyed[") and broken["state_file"] in reasons
+    assert rows["flipped"]["verdict"] in ("RESTORES", "FAILS")  # decided or named, never an abort

@@ -7,6 +7,9 @@ stderr, when it could not (a missing manifest or graphs path, jars not installed
 from __future__ import annotations
 
 import argparse
+import subprocess
+import tempfile
+from pathlib import Path
 
 from pipeline.options import add_run_options, fail, overrides, write_summary
 
@@ -18,19 +21,23 @@ INVENTORY_HELP = "savepoints -> savepoint_operators, savepoint_states (every sav
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     add_inventory_parser(sub)
-    c = sub.add_parser("check-restore", help=HELP, description=HELP)
+    c = sub.add_parser(
+        "check-restore",
+        help=HELP,
+        description=HELP + ". For a fleet: --graphs and --checks (a manifest). For one job (a deploy gate): "
+        "--savepoint with --graphs or --jar; it prints the problems and exits 1 when the deploy would fail.",
+        epilog="exit codes (one job): " + "; ".join(f"{k} {v}" for k, v in sorted(EXIT_CODES.items())),
+    )
     c.add_argument(
         "--graphs",
-        required=True,
         help="spec file or folder of the job versions to deploy (and older ones), or a folder `ingest` wrote",
     )
     c.add_argument(
         "--checks",
-        required=True,
         help="JSON Lines manifest: check_id, savepoint (folder or _metadata; relative to the manifest), graph_id, "
         "allow_non_restored_state (default false), savepoint_graph_id (optional: the version that took it)",
     )
-    c.add_argument("--output", required=True, help="folder that holds one Delta table per sub-folder")
+    c.add_argument("--output", help="folder that holds one Delta table per sub-folder (one job: optional)")
     c.add_argument("--no-proof", action="store_true", help="propose fixes without recomputing the patched graphs")
     c.add_argument(
         "--target-flink",
@@ -38,11 +45,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="decide the state half as if the new jobs ran on this Flink line, e.g. 2.3 for the 1.x -> 2.x "
         "upgrade check (a manifest line's own target_flink wins)",
     )
+    one = c.add_argument_group("one job (instead of --checks)")
+    one.add_argument(
+        "--savepoint",
+        help="the savepoint or retained checkpoint (folder or _metadata), or a folder holding several: the newest",
+    )
+    one.add_argument("--graph-id", help="the new version's graph in --graphs, when it holds several")
+    one.add_argument("--jar", help="the new version's jar (exported first, nothing runs)")
+    one.add_argument("--main-class", help="with --jar: the job's main class")
+    one.add_argument("--flink", help="with --jar: the Flink line the job is built for, e.g. 1.20")
+    one.add_argument("-p", "--parallelism", type=int, help="with --jar: parallelism.default, like flink run -p")
+    one.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                     help="with --jar: a Flink option, like flink run -D (repeatable)")  # fmt: skip
+    one.add_argument("--previous-graphs", help="spec of the version that took the savepoint (for the why)")
+    one.add_argument("--previous-graph-id", help="its graph in --previous-graphs")
+    one.add_argument("--previous-jar", help="the jar of the version that took the savepoint (exported first)")
+    one.add_argument("--previous-main-class", help="its main class (default: --main-class)")
+    one.add_argument("--allow-non-restored-state", action="store_true", help="as flink run --allowNonRestoredState")
+    one.add_argument("--report", metavar="PREFIX", help="also write PREFIX.xml (JUnit) and PREFIX.json for CI")
+    one.add_argument("program_args", nargs="*", metavar="-- ARGS", help="with --jar: arguments for main()")
     add_run_options(c)
     c.set_defaults(run=run)
 
 
+# The one-job check's exit codes (pipeline/restore/gate.py), here without importing Spark for --help.
+EXIT_CODES = {
+    0: "the new version restores",
+    1: "it would fail to restore",
+    2: "the check could not run",
+    3: "the check could not be decided (ERROR)",
+}
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.savepoint:
+        return run_one_job(args)
+    if not (args.graphs and args.checks and args.output):
+        return fail("check-restore needs --graphs, --checks and --output (a fleet), or --savepoint (one job)")
     from pipeline.compute.read import InputError
     from pipeline.compute.run import Progress
     from pipeline.restore.check import check_restore
@@ -74,6 +113,65 @@ def run(args: argparse.Namespace) -> int:
     )
     write_summary(args.summary_json, s.as_dict())
     return 0
+
+
+def run_one_job(args: argparse.Namespace) -> int:
+    """The deploy gate (pipeline/restore/gate.py): exit 0 restores, 1 fails, 3 cannot be decided."""
+    if bool(args.graphs) == bool(args.jar):
+        return fail("one job's check needs the new version as --graphs SPEC or as --jar JAR (one of them)")
+    if args.checks:
+        return fail("--checks (a manifest) and --savepoint (one job) do not go together")
+    from pipeline.compute.read import InputError
+    from pipeline.compute.run import Progress
+    from pipeline.export.harness import ExportError
+    from pipeline.restore import gate
+    from pipeline.session import SetupError, get_spark
+    from pipeline.settings import load_settings
+
+    try:
+        work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-export-"))
+        new = Path(args.graphs) if args.graphs else _export(args, args.jar, args.main_class, work / "new.jsonl")
+        previous = Path(args.previous_graphs) if args.previous_graphs else None
+        if args.previous_jar:
+            previous = _export(args, args.previous_jar, args.previous_main_class or args.main_class, work / "old.jsonl")
+        graph_id = gate.one_graph_id(new, args.graph_id)
+        previous_id = gate.one_graph_id(previous, args.previous_graph_id) if previous else None
+        if previous_id == graph_id:
+            raise gate.GateError(f"the new and the previous version have the same graph_id {graph_id!r}")
+        settings = load_settings(overrides(args.set))
+        spark = get_spark(settings)
+        savepoint = gate.latest_savepoint(spark, args.savepoint)
+        result = gate.run_gate(
+            spark, settings, new, graph_id, savepoint, args.allow_non_restored_state, args.output,
+            Progress(not args.quiet), previous, previous_id, args.target_flink,
+        )  # fmt: skip
+    except (gate.GateError, ExportError, InputError, SetupError, ValueError, OSError) as e:
+        return fail(e)
+    print("\n".join(gate.render(result)))
+    if args.report:
+        xml, js = gate.write_reports(args.report, result)
+        print(f"reports: {xml}, {js}")
+    write_summary(args.summary_json, {"exit_code": result.exit_code, "check": result.check, "seconds": result.seconds})
+    return result.exit_code
+
+
+def _export(args: argparse.Namespace, jar: str, main_class: str | None, out: Path) -> Path:
+    """The jar's job exported to ``out`` by the harness of ``--flink`` (nothing runs)."""
+    from pipeline.export.command import harness_args
+    from pipeline.export.harness import ExportError, ensure_harness, harness_dir, java_command
+
+    if not main_class or not args.flink:
+        raise ExportError("--jar needs --main-class and --flink")
+    export = argparse.Namespace(
+        jar=jar, main_class=main_class, out=str(out), classpath=[], graph_id=None, parallelism=args.parallelism,
+        dynamic=args.dynamic, config=None, expected=False, first=True, program_args=args.program_args,
+    )  # fmt: skip
+    cmd = [*java_command(ensure_harness(harness_dir(), args.flink, quiet=args.quiet)), *harness_args(export)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not out.is_file():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        raise ExportError(f"export of {jar} failed: {tail[0]}")
+    return out
 
 
 def add_inventory_parser(sub: argparse._SubParsersAction) -> None:

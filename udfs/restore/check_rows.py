@@ -108,14 +108,9 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     new_vertices = vertices(items["vx"])
     allow = bool(check.get("allow_non_restored_state"))
     d = rr.decide(saved, new_vertices, allow, prof, check["savepoint"])
-    state, unreadable = _state_half(check, items, d, saved)
-    if unreadable and d.verdict != rr.FAILS:  # the job would start, and its tasks could not read this
-        reason = "unreadable state: " + unreadable[0]
-        out = [result(rr.ERROR, reason, None, reason, d.dropped_operator_ids)]
-        state = None
-    else:
-        row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
-        out = [("restore_checks", json.dumps(row))]
+    state = _state_half(check, items, d, saved)
+    row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
+    out = [("restore_checks", json.dumps(row))]
     if state is not None:
         out += [("restore_state_problems", json.dumps(p.to_row(head))) for p in state.problems]
         for f in sf.fix_rows(head, state.problems):
@@ -151,20 +146,41 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     return out
 
 
+def _unreadable_streams(
+    decision: sr.StateDecision, states: dict[str, Any], matched: dict[str, sr.NewOperator]
+) -> None:
+    """A state stream of a restored operator that could not be read (a state file missing where
+    the savepoint says, truncated, corrupt) leaves its types unknown: one NOT_DECIDABLE problem
+    naming the file. (Flink itself would fail that restore in the task if the file is missing
+    where it reads; a savepoint copied without its state files is the usual cause.)"""
+    for op_id in matched:
+        for error in states[op_id].errors if op_id in states else []:
+            decision.problems.append(
+                sr.StateProblem(
+                    verdict=sr.NOT_DECIDABLE,
+                    failure=sr.STATE_UNREADABLE,
+                    operator_id=op_id,
+                    state_name=None,
+                    undecidable_reason=f"state stream {error}",
+                    basis=["savepoint"],
+                    certain=False,
+                )
+            )
+            if decision.verdict == sr.RESTORES:
+                decision.verdict = sr.NOT_DECIDABLE
+
+
 def _state_half(
     check: dict[str, Any], items: dict[str, list[dict]], d: rr.Decision, saved: list[rr.SavedOperator]
-) -> tuple[sr.StateDecision | None, list[str]]:
+) -> sr.StateDecision | None:
     """The state half of the check (:mod:`udfs.restore.state_rules`): the saved state types of
     every operator the new job restores (the topology half's matches) against what the new
-    graph says of its types (the key serializer per keyed node, the user classes, the backend);
-    and the state streams of those operators that could not be read (a missing or corrupt state
-    file, named). (None, []) when the savepoint's state streams were not read."""
+    graph says of its types (the key serializer per keyed node, the user classes, the backend).
+    None when the savepoint's state streams were not read."""
     heads = sorted(items.get("st", []), key=lambda r: (r["operator_index"], r["subtask"], r["stream_kind"]))
     if not heads:
-        return None, []
+        return None
     states = operator_states(StreamHead.from_row(r) for r in heads)
-    restored = {o.operator_id for o in d.operators if o.status == rr.MATCHED}
-    unreadable = [f"operator {op_id} {e}" for op_id, s in states.items() if op_id in restored for e in s.errors]
     graph = (items.get("graph") or [{}])[0]
     old_graph = (items.get("old_graph") or [{}])[0]
     nodes = {int(n["node_id"]): {**n, "id": n["node_id"]} for n in items.get("node", [])}
@@ -186,7 +202,8 @@ def _state_half(
     decision = sr.decide_states(
         states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]
     )
-    return decision, unreadable
+    _unreadable_streams(decision, states, matched)
+    return decision
 
 
 def _class_facts(graph: dict[str, Any]) -> dict[str, sr.ClassFacts]:
