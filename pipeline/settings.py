@@ -82,6 +82,17 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class TableSettings:
+    """How the output tables are created (``tables`` in conf/pipeline.json)."""
+
+    # Delta deletion vectors: a re-run that changes a few graphs marks their old rows deleted
+    # instead of rewriting the files around them. Readers without that table feature (older
+    # delta-rs / ``deltalake``, Polars, some engines) cannot read such tables: false creates
+    # them without it (docs/settings.md). Applies when a table is created.
+    deletion_vectors: bool = True
+
+
+@dataclass(frozen=True)
 class TestingSettings:
     """Test hooks, never in conf/pipeline.json (``--set testing.raise_in_graph=ID``)."""
 
@@ -105,6 +116,7 @@ class Settings:
     spark: SparkSettings = field(default_factory=SparkSettings)
     chains: ChainSettings = field(default_factory=ChainSettings)
     limits: Limits = field(default_factory=Limits)
+    tables: TableSettings = field(default_factory=TableSettings)
     testing: TestingSettings = field(default_factory=TestingSettings)
     jars_dir: str = ".cache/jars"
 

@@ -23,7 +23,7 @@ from pipeline.compute import read as read_spec
 from pipeline.compute import stage as fused
 from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
-from pipeline.settings import Settings
+from pipeline.settings import Settings, load_settings
 from pipeline.tables import delta_writer as delta_sink
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, column_type
 from pipeline.tables.stream_tables import StreamTables
@@ -129,7 +129,8 @@ def ingest(
         ("stream_edges", tables.edges),
         ("graph_errors", tables.errors),
     )
-    write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say)  # noqa: E731
+    dv = (settings or load_settings()).tables.deletion_vectors
+    write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say, deletion_vectors=dv)  # noqa: E731
     _timed(summary, progress, "delta write", write, spark)
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
@@ -203,7 +204,8 @@ def compute_run(
             "job_edges": counts.graphs.get("job_edge", 0),
         }
     run_ids = counts.by_graph.where(F.col("kind") == "graph").select("graph_id")
-    _write_and_count(spark, output, summary, progress, (operators, vertices, job_edges, errors), run_ids, graphs)
+    tables = (operators, vertices, job_edges, errors)
+    _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
     if not keep_stream:
         stream = None
     elif ingested is not None:
@@ -386,6 +388,7 @@ def _write_and_count(
     tables: tuple[DataFrame, DataFrame, DataFrame, DataFrame],
     run_ids: DataFrame,
     graph_counts: dict[str, int] | None = None,
+    deletion_vectors: bool = True,
 ) -> None:
     """The last step: the four tables to Delta, then the summary's counts. ``graph_counts``:
     the graphs with rows in a table, when known (no scan of its rows to count them); with
@@ -395,15 +398,18 @@ def _write_and_count(
         summary,
         progress,
         "delta write",
-        lambda: _write_tables(spark, output, operators, vertices, job_edges, errors, run_ids, progress, graph_counts),
+        lambda: _write_tables(
+            spark, output, operators, vertices, job_edges, errors, run_ids, progress, graph_counts, deletion_vectors
+        ),
         spark,
     )
     _count_outputs(summary, vertices, job_edges, errors, count_tables=graph_counts is None)
 
 
 def _write_tables(
-    spark, output, operators, vertices, job_edges, errors, run_ids, progress=None, graph_counts=None
-) -> None:
+    spark, output, operators, vertices, job_edges, errors, run_ids, progress=None, graph_counts=None,
+    deletion_vectors=True,
+) -> None:  # fmt: skip
     """The four tables, each replaced in one Delta commit, then the run published in the
     output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
     is docs/faults.md)."""
@@ -414,7 +420,9 @@ def _write_tables(
         ("graph_errors", errors),
     )
     say = progress.say if progress else None
-    delta_sink.write_run(spark, output, tables, run_ids, say=say, graph_counts=graph_counts)
+    delta_sink.write_run(
+        spark, output, tables, run_ids, say=say, graph_counts=graph_counts, deletion_vectors=deletion_vectors
+    )
 
 
 def _count_outputs(

@@ -114,7 +114,7 @@ def check_restore(
     sp_table = _savepoint_operators(spark, lines, savepoints.operators)
     given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
     states = savepoint_states(spark, given, savepoints.heads)
-    _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress)
+    _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress, settings)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     proofs = fixes.agg(F.count("*"), F.sum(F.col("verified").cast("int")), F.max("proof_round")).first()
@@ -271,6 +271,7 @@ def _write(
     sp_table: DataFrame,
     states: DataFrame,
     progress: Progress,
+    settings: Settings,
 ) -> None:
     """The restore tables, each replaced by its key (``check_id``; ``savepoint`` for the
     savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
@@ -286,4 +287,6 @@ def _write(
         delta_writer.TableWrite("restore_fixes", fixes, key="check_id"),
         delta_writer.TableWrite("restore_state_problems", problems, key="check_id"),
     ]
-    delta_writer.write_run(spark, output, writes, check_ids, say=progress.say)
+    delta_writer.write_run(
+        spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors
+    )

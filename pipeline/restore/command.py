@@ -206,7 +206,7 @@ def run_inventory(args: argparse.Namespace) -> int:
             args.output,
             args.database,
             args.catalog,
-            lambda: inventory(spark, args.savepoints, args.output, progress),
+            lambda: inventory(spark, args.savepoints, args.output, progress, settings.tables.deletion_vectors),
             progress.say,
         )
     except (NoSavepoints, SetupError, ValueError) as e:

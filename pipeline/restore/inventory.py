@@ -69,7 +69,13 @@ def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:
     return sorted(dict.fromkeys(found))
 
 
-def inventory(spark: SparkSession, paths: list[str], output: str, progress: Progress | None = None) -> InventorySummary:
+def inventory(
+    spark: SparkSession,
+    paths: list[str],
+    output: str,
+    progress: Progress | None = None,
+    deletion_vectors: bool = True,
+) -> InventorySummary:
     """Read every savepoint under ``paths``; write the three tables under ``output``."""
     progress = progress or Progress()
     summary = InventorySummary()
@@ -85,7 +91,7 @@ def inventory(spark: SparkSession, paths: list[str], output: str, progress: Prog
     ids = spark.createDataFrame([(s,) for s in savepoints], "savepoint string")
     writes = [delta_writer.TableWrite(t, df, key="savepoint", ids=ids) for t, df in zip(
         TABLES, (operators, states, errors), strict=True)]  # fmt: skip
-    delta_writer.write_run(spark, output, writes, ids, say=progress.say)
+    delta_writer.write_run(spark, output, writes, ids, say=progress.say, deletion_vectors=deletion_vectors)
     summary.savepoints = len(savepoints)
     summary.unreadable = errors.count()
     summary.operators = operators.count()

@@ -124,6 +124,7 @@ def write_run(
     run_id: str | None = None,
     say: Callable[[str], None] | None = None,
     graph_counts: Mapping[str, int] | None = None,
+    deletion_vectors: bool = True,
 ) -> RunCommit:
     """Replace the run's keys in every table (from threads: each write has driver-side
     phases during which the others keep the cores busy), then publish the run.
@@ -132,7 +133,8 @@ def write_run(
     ids), recorded in ``runs``; a table given as ``(name, rows)`` is keyed by ``graph_id`` and
     owns them. ``graph_counts``: per table, the number of keys its rows hold, when the caller
     knows it (the pipeline counts every kind of row in one pass): a table created by this run
-    then records it without a scan of its rows to count them."""
+    then records it without a scan of its rows to count them. ``deletion_vectors``: whether a
+    table this run creates has them (settings ``tables.deletion_vectors``)."""
     writes = [
         w if isinstance(w, TableWrite) else TableWrite(w[0], w[1], key_count=(graph_counts or {}).get(w[0]))
         for w in tables
@@ -159,6 +161,7 @@ def write_run(
                     say,
                     w.key_count,
                     w.key,
+                    deletion_vectors,
                 )
                 for w in writes
             }
@@ -196,11 +199,14 @@ def _replace_with_retry(
     say: Callable[[str], None] | None,
     graph_count: int | None = None,
     key: str = "graph_id",
+    deletion_vectors: bool = True,
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             added = _add_new_columns(spark, table_path(output, table), rows)
-            version, rewritten = _replace_once(spark, table_path(output, table), rows, run_ids, tag, graph_count, key)
+            version, rewritten = _replace_once(
+                spark, table_path(output, table), rows, run_ids, tag, graph_count, key, deletion_vectors
+            )
             return TableCommit(version, rewritten, attempt, added)
         except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
@@ -221,6 +227,7 @@ def _replace_once(
     tag: str | None,
     graph_count: int | None = None,
     key: str = "graph_id",
+    deletion_vectors: bool = True,
 ) -> tuple[int, int]:
     # One file per core, not one per input partition: the per-graph stage's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
@@ -237,7 +244,7 @@ def _replace_once(
             (
                 rows.write.format("delta")
                 .option("delta.dataSkippingNumIndexedCols", "1")
-                .option("delta.enableDeletionVectors", "true")
+                .option("delta.enableDeletionVectors", str(deletion_vectors).lower())
                 .mode("errorifexists")
                 .save(path)
             )
