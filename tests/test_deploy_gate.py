@@ -92,3 +92,34 @@ def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(jobs
     assert printed[1].startswith(f"  why: unreadable savepoint {bad}") or str(bad) in printed[1], printed
     assert main(["check-restore", "--savepoint", str(bad)]) == 2
     assert "needs the new version as --graphs SPEC or as --jar JAR" in capsys.readouterr().err
+
+
+def _ci_command(ci_file: str) -> str:
+    """The check-restore command of a CI example, as written there."""
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).resolve().parent.parent / "docs" / "ci" / ci_file).read_text())
+    if "jobs" in doc:  # GitHub Actions
+        steps = doc["jobs"]["restore-gate"]["steps"]
+        return next(s["run"] for s in steps if "check-restore" in s.get("run", ""))
+    return next(line for line in doc["restore-gate"]["script"] if "check-restore" in line)
+
+
+@pytest.mark.parametrize(("ci_file", "case", "code"), [
+    ("github-actions.yml", "sp-2.3-s11-00057", 1),
+    ("gitlab-ci.yml", "sp-2.3-s11-00000", 0),
+])  # fmt: skip
+def test_the_ci_examples_run_as_written(jobs, tmp_path, ci_file, case, code):
+    import subprocess
+    import sys
+
+    folder, _ = jobs[case]
+    cli = str(Path(sys.executable).parent / "flink-jobgraph")
+    command = _ci_command(ci_file).replace("../flink-jobgraph/.venv/bin/flink-jobgraph", cli)
+    env = dict(os.environ, SAVEPOINTS=str(folder / "savepoints" / "savepoint-1"), NEW_SPEC=str(folder / "v2.jsonl"),
+               SPARK_LOCAL_IP="127.0.0.1")  # fmt: skip
+    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    suite = ET.parse(tmp_path / "restore-report.xml").getroot()
+    assert suite.get("failures") == str(int(code == 1))
+    assert json.loads((tmp_path / "restore-report.json").read_text())["exit_code"] == code
