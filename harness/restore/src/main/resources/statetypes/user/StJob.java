@@ -119,10 +119,10 @@ public final class StJob {
                                 .name("Pair");
                         KeyedStream<Tuple2<Long, Object>, Object> k = pairs.keyBy(new KeySel.OfPair(key, keys), Vals.keyInfo(key));
                         win = named(Api.window(k, f.get("assigner")).reduce(new WinFns.Red(pk, type, keys)), f)
-                                .map(new First()).name("Numbers of " + f.get("name"));
+                                .map(new First<Object>()).name("Numbers of " + f.get("name"));
                     } else {
                         KeyedStream<Long, Object> k = s.keyBy(new KeySel(key, keys), Vals.keyInfo(key));
-                        win = named(Api.window(k, f.get("assigner")).aggregate(new WinFns.Agg(pk, type, keys), Vals.info(type), Types.LONG), f);
+                        win = named(Api.window(k, f.get("assigner")).aggregate(new WinFns.Agg<Object>(pk, type, keys), Vals.info(type), Types.LONG), f);
                     }
                     // the window never fires while the job runs: it is a branch, joined back into the
                     // main stream (a union adds no operator) so that what follows still gets records
@@ -169,10 +169,10 @@ public final class StJob {
         }
     }
 
-    /** The number of a (number, value) pair. */
-    public static final class First implements MapFunction<Tuple2<Long, Object>, Long> {
+    /** The number of a (number, value) pair (generic in the value: its type is the pairs' own). */
+    public static final class First<T> implements MapFunction<Tuple2<Long, T>, Long> {
         @Override
-        public Long map(Tuple2<Long, Object> t) {
+        public Long map(Tuple2<Long, T> t) {
             return t.f0;
         }
     }

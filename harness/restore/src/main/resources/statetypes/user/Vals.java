@@ -128,16 +128,27 @@ public final class Vals {
         if (userKey != null && v >= 0 && !userKey.equals(userKey(v, keys))) {
             return INCONSISTENT + ": the value of user key " + userKey(v, keys) + " is stored under " + userKey;
         }
-        return PRESENT;
+        List<String> d = defaulted(type, o);
+        return d.isEmpty() ? PRESENT : PRESENT + ": fields at their default " + d + " in " + o;
     }
 
-    /** The worse of two outcomes: inconsistent, then present, then absent. */
+    /** Fields of a user-class value at their Java default (new in this version, or their data dropped). */
+    static List<String> defaulted(String type, Object o) {
+        switch (type) {
+            case "POJO": return PojoV.defaulted(o);
+            case "POJO_COLL": return PojoColl.defaulted(o);
+            case "GENERIC": return Gen.defaulted(o);
+            default: return Collections.emptyList();
+        }
+    }
+
+    /** The worse of two outcomes: inconsistent, present with defaulted fields, present, absent. */
     public static String worst(String a, String b) {
         return rank(b) > rank(a) ? b : a;
     }
 
     private static int rank(String s) {
-        return s.startsWith(INCONSISTENT) ? 2 : s.equals(PRESENT) ? 1 : 0;
+        return s.startsWith(INCONSISTENT) ? 3 : s.startsWith(PRESENT + ":") ? 2 : s.equals(PRESENT) ? 1 : 0;
     }
 
     /** The map states' user key for a record number. */

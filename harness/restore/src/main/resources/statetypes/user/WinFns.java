@@ -22,8 +22,12 @@ public final class WinFns {
     /** Key numbers this job emitted into the reduce window. */
     static final Set<Long> KEYS = ConcurrentHashMap.newKeySet();
 
-    /** The accumulator is the latest value; the first add per key reports what was there. */
-    public static final class Agg implements AggregateFunction<Long, Object, Long> {
+    /**
+     * The accumulator is the latest value; the first add per key reports what was there. (A type
+     * variable, not Object: the job passes the accumulator's TypeInformation explicitly, which
+     * the type extractor would otherwise check against Object and refuse for a POJO.)
+     */
+    public static final class Agg<A> implements AggregateFunction<Long, A, Long> {
         private final String probeKey;
         private final String type;
         private final int keys;
@@ -37,13 +41,15 @@ public final class WinFns {
         }
 
         @Override
-        public Object createAccumulator() {
+        @SuppressWarnings("unchecked")
+        public A createAccumulator() {
             justCreated = true;
-            return Vals.make(type, 0);
+            return (A) Vals.make(type, 0);
         }
 
         @Override
-        public Object add(Long v, Object acc) {
+        @SuppressWarnings("unchecked")
+        public A add(Long v, A acc) {
             boolean fresh = justCreated;
             justCreated = false;
             if (seen == null) {
@@ -54,16 +60,16 @@ public final class WinFns {
                 Probe.probe(probeKey, k, fresh ? Vals.ABSENT : Vals.check(type, acc, k, keys, null));
                 Probe.wrote(probeKey, k);
             }
-            return Vals.make(type, v);
+            return (A) Vals.make(type, v);
         }
 
         @Override
-        public Long getResult(Object acc) {
+        public Long getResult(A acc) {
             return 0L;
         }
 
         @Override
-        public Object merge(Object a, Object b) {
+        public A merge(A a, A b) {
             return b;
         }
     }

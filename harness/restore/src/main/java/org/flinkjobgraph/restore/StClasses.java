@@ -232,19 +232,17 @@ final class StClasses {
         }
     }
 
-    private static String check(Field x, String var) {
+    /** {expression: the field holds what v makes, expression: the field is at its Java default}. */
+    private static String[] check(Field x, String var) {
         String f = var + "." + x.name;
-        String expr;
-        String dflt;
         switch (x.type) {
-            case "int": expr = f + " == (int) (v % 7)"; dflt = f + " == 0"; break;
-            case "double": expr = f + " == v * 0.25"; dflt = f + " == 0.0"; break;
-            case "String": expr = "Objects.equals(" + f + ", \"" + x.prefix + "\" + v)"; dflt = f + " == null"; break;
-            case "List<String>": expr = "Objects.equals(" + f + ", Arrays.asList(\"t\" + v, \"u\" + (v % 3)))"; dflt = f + " == null"; break;
-            case "Map<String, Long>": expr = "Objects.equals(" + f + ", Collections.singletonMap(\"c\" + (v % 4), v))"; dflt = f + " == null"; break;
+            case "int": return new String[] {f + " == (int) (v % 7)", f + " == 0"};
+            case "double": return new String[] {f + " == v * 0.25", f + " == 0.0"};
+            case "String": return new String[] {"Objects.equals(" + f + ", \"" + x.prefix + "\" + v)", f + " == null"};
+            case "List<String>": return new String[] {"Objects.equals(" + f + ", Arrays.asList(\"t\" + v, \"u\" + (v % 3)))", f + " == null"};
+            case "Map<String, Long>": return new String[] {"Objects.equals(" + f + ", Collections.singletonMap(\"c\" + (v % 4), v))", f + " == null"};
             default: throw new IllegalArgumentException(x.type);
         }
-        return x.lenient ? "(" + dflt + " || " + expr + ")" : expr;
     }
 
     private static String flinkType(Field x) {
@@ -312,19 +310,34 @@ final class StClasses {
             s.append("        return p;\n");
             s.append("    }\n\n");
         }
-        s.append("    /** The number this value was made from, or null when its fields do not fit it. */\n");
+        s.append("    /**\n     * The number this value was made from, or null when a field holds something else than what\n"
+                + "     * that number makes (a field at its Java default is accepted: new in this version, or\n"
+                + "     * one whose data was dropped; see defaulted).\n     */\n");
         s.append("    public static Long origin(Object o) {\n");
         s.append("        if (!(o instanceof ").append(n).append(")) {\n            return null;\n        }\n");
         s.append("        ").append(n).append(" p = (").append(n).append(") o;\n");
         s.append("        long v = p.").append(origin.name).append(";\n");
         List<String> checks = new ArrayList<>();
+        List<String> defaults = new ArrayList<>();
         for (Field x : d.fields) {
             if (!x.origin) {
-                checks.add(check(x, "p"));
+                String[] c = check(x, "p");
+                checks.add("(" + c[0] + " || " + c[1] + ")");
+                defaults.add("        if (!(" + c[0] + ") && " + c[1] + ") {\n            out.add(\"" + x.name + "\");\n        }\n");
             }
         }
         s.append("        return ").append(checks.isEmpty() ? "true" : String.join("\n                && ", checks))
                 .append(" ? v : null;\n    }\n\n");
+        s.append("    /** The fields of a value (made from v) at their Java default although v makes them otherwise. */\n");
+        s.append("    public static List<String> defaulted(Object o) {\n");
+        s.append("        List<String> out = new ArrayList<>();\n");
+        s.append("        if (!(o instanceof ").append(n).append(")) {\n            return out;\n        }\n");
+        s.append("        ").append(n).append(" p = (").append(n).append(") o;\n");
+        s.append("        long v = p.").append(origin.name).append(";\n");
+        for (String x : defaults) {
+            s.append(x);
+        }
+        s.append("        return out;\n    }\n\n");
         s.append("    /** The key number of a key of this class. */\n");
         s.append("    public static long number(Object o) {\n        return ((").append(n).append(") o).")
                 .append(origin.name).append(";\n    }\n\n");

@@ -712,7 +712,7 @@ final class StRunner implements AutoCloseable {
             for (Map.Entry<String, Map<String, String>> e : new TreeMap<>(probes.probed).entrySet()) {
                 Map<String, Object> counts = new TreeMap<>();
                 for (String outcome : e.getValue().values()) {
-                    String o = outcome.startsWith(INCONSISTENT) ? INCONSISTENT : outcome;
+                    String o = outcome.contains(":") ? outcome.substring(0, outcome.indexOf(':')) : outcome;
                     counts.merge(o, 1, (a, b) -> (Integer) a + (Integer) b);
                     inconsistent |= o.equals(INCONSISTENT);
                 }
@@ -779,8 +779,10 @@ final class StRunner implements AutoCloseable {
         }
         for (Map.Entry<String, Map<String, String>> e : new TreeMap<>(probes.probed).entrySet()) {
             for (Map.Entry<String, String> w : new TreeMap<>(e.getValue()).entrySet()) {
-                if (w.getValue().startsWith(INCONSISTENT)) {
-                    out.add("state " + e.getKey() + " (" + w.getKey() + "): " + w.getValue());
+                if (w.getValue().contains(":")) { // inconsistent, or present with fields at their default
+                    long n = e.getValue().values().stream().filter(x -> x.contains(":")).count();
+                    out.add("state " + e.getKey() + " (" + n + " of " + e.getValue().size() + " first accesses, e.g. "
+                            + w.getKey() + "): " + w.getValue());
                     break;
                 }
             }
