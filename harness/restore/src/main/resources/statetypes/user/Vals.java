@@ -5,6 +5,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.formats.avro.typeutils.GenericRecordAvroTypeInfo;
 import org.apache.flink.types.Row;
 
 import java.util.ArrayList;
@@ -40,6 +41,7 @@ public final class Vals {
             case "ROW": return (TypeInformation<T>) new RowTypeInfo(Types.LONG, Types.STRING, Types.DOUBLE);
             case "LIST_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<List<String>>() {});
             case "MAP_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<Map<String, Long>>() {});
+            case "AVRO": return (TypeInformation<T>) new GenericRecordAvroTypeInfo(AvroRec.schema());
             default: throw new IllegalArgumentException("unknown value type " + type);
         }
     }
@@ -56,6 +58,7 @@ public final class Vals {
             case "ROW": return Row.of(v, "r" + v, v * 0.5);
             case "LIST_HINT": return new ArrayList<>(Arrays.asList("l" + v, "m" + (v % 3)));
             case "MAP_HINT": return new HashMap<>(Collections.singletonMap("m" + (v % 3), v));
+            case "AVRO": return AvroRec.of(v);
             default: throw new IllegalArgumentException("unknown value type " + type);
         }
     }
@@ -76,6 +79,7 @@ public final class Vals {
                 case "POJO": return PojoV.origin(o);
                 case "POJO_COLL": return PojoColl.origin(o);
                 case "GENERIC": return Gen.origin(o);
+                case "AVRO": return AvroRec.origin(o);
                 case "ENUM": return o instanceof Color ? -1L : null;
                 case "TUPLE2": {
                     Tuple2<Long, String> t = (Tuple2<Long, String>) o;
@@ -138,6 +142,7 @@ public final class Vals {
             case "POJO": return PojoV.defaulted(o);
             case "POJO_COLL": return PojoColl.defaulted(o);
             case "GENERIC": return Gen.defaulted(o);
+            case "AVRO": return AvroRec.defaulted(o);
             default: return Collections.emptyList();
         }
     }

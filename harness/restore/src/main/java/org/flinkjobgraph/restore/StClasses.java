@@ -112,6 +112,16 @@ final class StClasses {
         add(new Def("Color", "reorder", "enum", "Enum, constants reordered", null, List.of("BLUE", "RED", "GREEN")));
         add(new Def("Color", "remove", "enum", "Enum, constant BLUE removed", null, List.of("RED", "GREEN")));
 
+        Field rid = origin("id");
+        Field rname = f("String", "name", "n");
+        add(new Def("AvroRec", "base", "avro", "Avro record schema of the AVRO values (GenericRecord)", List.of(rid, rname), null));
+        add(new Def("AvroRec", "add", "avro", "Avro schema, a field with a default added",
+                List.of(rid, rname, added("double", "score", null)), null));
+        add(new Def("AvroRec", "remove", "avro", "Avro schema, field name removed", List.of(rid), null));
+        add(new Def("AvroRec", "retype", "avro", "Avro schema, field name now an int", List.of(rid, f("int", "name", null)), null));
+        add(new Def("AvroRec", "nodefault", "avro", "Avro schema, a field without a default added",
+                List.of(rid, rname, f("double", "score", null)), null));
+
         Field kid = origin("id");
         Field tag = f("String", "tag", "k");
         add(new Def("PojoK", "base", "pojo", "Key POJO", List.of(kid, tag), null));
@@ -168,6 +178,9 @@ final class StClasses {
         if (d.kind.equals("typeinfo")) {
             m.put("type_info_factory", d.name() + "$Factory");
         }
+        if (d.kind.equals("avro")) {
+            m.put("schema", avroSchema(d));
+        }
         return m;
     }
 
@@ -205,7 +218,94 @@ final class StClasses {
     // ------------------------------------------------------------------ sources
 
     static String source(Def d) {
-        return d.kind.equals("enum") ? enumSource(d) : classSource(d);
+        return d.kind.equals("enum") ? enumSource(d) : d.kind.equals("avro") ? avroSource(d) : classSource(d);
+    }
+
+    private static String avroType(Field x) {
+        switch (x.type) {
+            case "long": return "long";
+            case "int": return "int";
+            case "double": return "double";
+            case "String": return "string";
+            default: throw new IllegalArgumentException("no Avro type for " + x.type);
+        }
+    }
+
+    /** The schema (record statetypes.user.avro.Rec); a lenient (added) field gets its Java default. */
+    static String avroSchema(Def d) {
+        StringBuilder s = new StringBuilder("{\"type\":\"record\",\"name\":\"Rec\",\"namespace\":\"statetypes.user.avro\",\"fields\":[");
+        for (int i = 0; i < d.fields.size(); i++) {
+            Field x = d.fields.get(i);
+            s.append(i == 0 ? "" : ",").append("{\"name\":\"").append(x.name).append("\",\"type\":\"")
+                    .append(avroType(x)).append('"');
+            if (x.lenient) {
+                s.append(",\"default\":").append(x.type.equals("double") ? "0.0" : "0");
+            }
+            s.append('}');
+        }
+        return s.append("]}").toString();
+    }
+
+    private static String avroSource(Def d) {
+        String n = d.simple;
+        StringBuilder s = new StringBuilder();
+        s.append("package ").append(PACKAGE).append(";\n\n");
+        s.append("import org.apache.avro.Schema;\nimport org.apache.avro.generic.GenericData;\nimport org.apache.avro.generic.GenericRecord;\n\n");
+        s.append("import java.util.*;\n\n");
+        s.append("/** ").append(d.doc).append(", variant ").append(d.variant).append(". */\n");
+        s.append("public final class ").append(n).append(" {\n");
+        s.append("    private ").append(n).append("() {}\n\n");
+        s.append("    public static final String SCHEMA =\n            \"")
+                .append(avroSchema(d).replace("\"", "\\\"")).append("\";\n\n");
+        s.append("    private static Schema schema;\n\n");
+        s.append("    public static synchronized Schema schema() {\n        if (schema == null) {\n"
+                + "            schema = new Schema.Parser().parse(SCHEMA);\n        }\n        return schema;\n    }\n\n");
+        s.append("    public static GenericRecord of(long v) {\n        GenericData.Record r = new GenericData.Record(schema());\n");
+        for (Field x : d.fields) {
+            s.append("        r.put(\"").append(x.name).append("\", ").append(make(x)).append(");\n");
+        }
+        s.append("        return r;\n    }\n\n");
+        s.append("    static Object get(GenericRecord p, String f) {\n"
+                + "        return p.getSchema().getField(f) == null ? null : p.get(f);\n    }\n\n");
+        s.append("    static String str(Object o) {\n        return o == null ? null : o.toString();\n    }\n\n");
+        List<String> checks = new ArrayList<>();
+        List<String> defaults = new ArrayList<>();
+        Field origin = null;
+        for (Field x : d.fields) {
+            if (x.origin) {
+                origin = x;
+                continue;
+            }
+            String g = "get(p, \"" + x.name + "\")";
+            String ok;
+            String dflt;
+            switch (x.type) {
+                case "String": ok = "Objects.equals(str(" + g + "), \"" + x.prefix + "\" + v)"; dflt = g + " == null"; break;
+                case "double": ok = "Objects.equals(" + g + ", v * 0.25)"; dflt = "(" + g + " == null || Objects.equals(" + g + ", 0.0))"; break;
+                case "int": ok = "Objects.equals(" + g + ", (int) (v % 7))"; dflt = "(" + g + " == null || Objects.equals(" + g + ", 0))"; break;
+                default: throw new IllegalArgumentException(x.type);
+            }
+            checks.add("(" + ok + " || " + dflt + ")");
+            defaults.add("        if (!(" + ok + ") && " + dflt + ") {\n            out.add(\"" + x.name + "\");\n        }\n");
+        }
+        s.append("    /** The number a record was made from, or null (fields at their default are accepted). */\n");
+        s.append("    public static Long origin(Object o) {\n");
+        s.append("        if (!(o instanceof GenericRecord) || get((GenericRecord) o, \"").append(origin.name)
+                .append("\") == null) {\n            return null;\n        }\n");
+        s.append("        GenericRecord p = (GenericRecord) o;\n");
+        s.append("        long v = ((Number) p.get(\"").append(origin.name).append("\")).longValue();\n");
+        s.append("        return ").append(checks.isEmpty() ? "true" : String.join("\n                && ", checks))
+                .append(" ? v : null;\n    }\n\n");
+        s.append("    /** Fields at their default although the record's number makes them otherwise. */\n");
+        s.append("    public static List<String> defaulted(Object o) {\n        List<String> out = new ArrayList<>();\n");
+        s.append("        if (origin(o) == null) {\n            return out;\n        }\n");
+        s.append("        GenericRecord p = (GenericRecord) o;\n");
+        s.append("        long v = ((Number) p.get(\"").append(origin.name).append("\")).longValue();\n");
+        for (String x : defaults) {
+            s.append(x);
+        }
+        s.append("        return out;\n    }\n}\n");
+        return s.toString();
     }
 
     private static String enumSource(Def d) {

@@ -15,10 +15,10 @@ import java.util.Random;
  */
 final class StPlan {
     static final List<String> VALUE_TYPES = List.of(
-            "LONG", "STRING", "POJO", "POJO_COLL", "GENERIC", "ENUM", "TUPLE2", "ROW", "LIST_HINT", "MAP_HINT");
+            "LONG", "STRING", "POJO", "POJO_COLL", "GENERIC", "ENUM", "TUPLE2", "ROW", "LIST_HINT", "MAP_HINT", "AVRO");
     static final List<String> KEY_TYPES = List.of("LONG", "STRING", "TUPLE2", "POJO");
     /** value type -> the user class it is made of */
-    static final Map<String, String> CLASS_OF = Map.of("POJO", "PojoV", "POJO_COLL", "PojoColl", "GENERIC", "Gen", "ENUM", "Color");
+    static final Map<String, String> CLASS_OF = Map.of("POJO", "PojoV", "POJO_COLL", "PojoColl", "GENERIC", "Gen", "ENUM", "Color", "AVRO", "AvroRec");
 
     // ------------------------------------------------------------------ the program
 
@@ -438,8 +438,8 @@ final class StPlan {
                 break;
             }
             case "class": {
-                String cls = List.of("PojoV", "PojoV", "PojoV", "PojoColl", "PojoColl", "Gen", "Gen", "Color", "Color", "PojoK")
-                        .get(r.nextInt(10));
+                String cls = List.of("PojoV", "PojoV", "PojoV", "PojoColl", "PojoColl", "Gen", "Gen", "Color", "Color", "PojoK",
+                        "AvroRec", "AvroRec").get(r.nextInt(12));
                 List<String> variants = new ArrayList<>(StClasses.CLASSES.get(cls).keySet());
                 variants.remove("base");
                 String variant = cls + "-" + pick(r, variants);
