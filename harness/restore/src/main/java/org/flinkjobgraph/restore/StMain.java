@@ -124,7 +124,7 @@ final class StMain {
                     Map<String, Object> rec = null;
                     for (int attempt = 0; attempt < 4 && rec == null; attempt++) {
                         long caseSeed = Main.caseSeed(seed, index, attempt);
-                        StPlan plan = StPlan.make(caseId, set, caseSeed);
+                        StPlan plan = StPlan.make(caseId, set, caseSeed, index);
                         Path caseDir = scratchDir.resolve(caseId + "-a" + attempt);
                         Runner.deleteRecursively(caseDir);
                         try {

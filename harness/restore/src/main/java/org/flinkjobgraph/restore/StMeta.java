@@ -312,9 +312,11 @@ final class StMeta {
                         Class<?> sc = (Class<?>) Refl.call(reg, "getSerializerClass", null);
                         r.put("serializer", sc == null ? null : sc.getName());
                     } else if ("INSTANCE".equals(String.valueOf(type))) {
+                        // written Java-serialized: the object is Flink's SerializableSerializer wrapper
                         Object inst = Refl.call(reg, "getSerializableSerializerInstance", null);
                         Object ser = inst == null ? null : Refl.call(inst, "getSerializer", null);
-                        r.put("serializer", ser == null ? null : ser.getClass().getName());
+                        r.put("serializer", inst == null ? null : inst.getClass().getName());
+                        r.put("serializer_instance", ser == null ? null : ser.getClass().getName());
                     }
                 }
                 regs.add(r);
@@ -322,9 +324,8 @@ final class StMeta {
             fact.put("kryo_registrations", regs);
             List<Object> defaults = new ArrayList<>();
             for (Object[] kv : entries(Refl.call(data, "getDefaultKryoSerializers", null))) {
-                Object inst = kv[2];
-                Object ser = inst == null ? null : Refl.call(inst, "getSerializer", null);
-                defaults.add(java.util.Arrays.asList(kv[0], ser == null ? null : ser.getClass().getName()));
+                Object inst = kv[2]; // a SerializableSerializer wrapper, written Java-serialized
+                defaults.add(java.util.Arrays.asList(kv[0], inst == null ? null : inst.getClass().getName()));
             }
             fact.put("kryo_default_serializers", defaults);
             List<Object> classes = new ArrayList<>();

@@ -365,8 +365,13 @@ final class StPlan {
         "none", "key_type", "class", "value_type", "state_kind", "rename_state", "add_state", "remove_state", "ordinary"
     };
 
-    /** The case for (seed, index, attempt): same-line sets weigh type edits, cross sets plain upgrades. */
-    static StPlan make(String caseId, String set, long caseSeed) {
+    /**
+     * The case for (seed, index, attempt): same-line sets weigh type edits, cross sets plain
+     * upgrades. In same-line sets every third index is a user-class edit that walks through all
+     * class variants in turn (so a set of 3 x 23 cases has each variant once); the others draw
+     * their edit at random. Retries (another attempt's seed) keep the index's stratum.
+     */
+    static StPlan make(String caseId, String set, long caseSeed, int index) {
         Random r = new Random(caseSeed);
         StPlan c = new StPlan();
         c.caseId = caseId;
@@ -374,12 +379,22 @@ final class StPlan {
         c.caseSeed = caseSeed;
         c.v1 = randomProgram(r, caseId);
         c.randomRuntime(r);
+        if (set.equals("same") && index % 3 == 0) {
+            List<String> variants = StClasses.jarVariants();
+            variants.remove("base");
+            c.forcedVariant = variants.get((index / 3) % variants.size());
+            c.applyEdit(r, "class");
+            return c;
+        }
         int cat = set.equals("same")
-                ? weighted(r, 5, 12, 34, 10, 9, 5, 5, 5, 15)
+                ? weighted(r, 6, 16, 12, 14, 12, 7, 6, 7, 20)
                 : weighted(r, 30, 5, 20, 6, 4, 3, 3, 4, 25);
         c.applyEdit(r, CATEGORIES[cat]);
         return c;
     }
+
+    /** A user-class variant the stratum prescribes (null: drawn at random). */
+    String forcedVariant;
 
     void randomRuntime(Random r) {
         String backend = r.nextBoolean() ? "hashmap" : "rocksdb";
@@ -438,11 +453,18 @@ final class StPlan {
                 break;
             }
             case "class": {
-                String cls = List.of("PojoV", "PojoV", "PojoV", "PojoColl", "PojoColl", "Gen", "Gen", "Color", "Color", "PojoK",
-                        "AvroRec", "AvroRec").get(r.nextInt(12));
-                List<String> variants = new ArrayList<>(StClasses.CLASSES.get(cls).keySet());
-                variants.remove("base");
-                String variant = cls + "-" + pick(r, variants);
+                String variant;
+                String cls;
+                if (forcedVariant != null) {
+                    variant = forcedVariant;
+                    cls = variant.substring(0, variant.indexOf('-'));
+                } else {
+                    cls = List.of("PojoV", "PojoV", "PojoV", "PojoColl", "PojoColl", "Gen", "Gen", "Color", "Color", "PojoK",
+                            "AvroRec", "AvroRec").get(r.nextInt(12));
+                    List<String> variants = new ArrayList<>(StClasses.CLASSES.get(cls).keySet());
+                    variants.remove("base");
+                    variant = cls + "-" + pick(r, variants);
+                }
                 boolean reverse = r.nextInt(100) < 25;
                 if (cls.equals("PojoK")) {
                     List<St> keyed = new ArrayList<>();
