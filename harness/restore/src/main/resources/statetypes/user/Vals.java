@@ -5,7 +5,6 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
-import org.apache.flink.formats.avro.typeutils.GenericRecordAvroTypeInfo;
 import org.apache.flink.types.Row;
 
 import java.util.ArrayList;
@@ -41,7 +40,7 @@ public final class Vals {
             case "ROW": return (TypeInformation<T>) new RowTypeInfo(Types.LONG, Types.STRING, Types.DOUBLE);
             case "LIST_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<List<String>>() {});
             case "MAP_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<Map<String, Long>>() {});
-            case "AVRO": return (TypeInformation<T>) new GenericRecordAvroTypeInfo(AvroRec.schema());
+            case "AVRO": return (TypeInformation<T>) AvroInfo.info();
             default: throw new IllegalArgumentException("unknown value type " + type);
         }
     }

@@ -39,7 +39,7 @@ import java.util.stream.Stream;
  */
 final class StJars {
     static final String[] JOB_SOURCES = {
-        "Api", "BcastFn", "KeySel", "KeyedStateFn", "OpStateFn", "Probe", "StJob", "Vals", "WinFns"
+        "Api", "AvroInfo", "BcastFn", "KeySel", "KeyedStateFn", "OpStateFn", "Probe", "StJob", "Vals", "WinFns"
     };
     static final FileTime TIME = FileTime.from(Instant.parse("2025-01-01T00:00:00Z"));
 
@@ -209,6 +209,34 @@ final class StJars {
     }
 
     private static String cp;
+    private static List<Path> avro;
+
+    /**
+     * flink-avro and what it needs beyond Flink (the build's lib-avro/): a job with Avro state
+     * bundles them, as a user's fat jar would; no other job has them.
+     */
+    static synchronized List<Path> avroJars() throws IOException {
+        if (avro != null) {
+            return avro;
+        }
+        List<Path> out = new ArrayList<>();
+        try {
+            Path self = Path.of(StJars.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            Path dir = (Files.isRegularFile(self) ? self.getParent() : self.getParent().getParent()).resolve("lib-avro");
+            if (Files.isDirectory(dir)) {
+                try (Stream<Path> l = Files.list(dir)) {
+                    l.filter(p -> p.toString().endsWith(".jar")).sorted().forEach(out::add);
+                }
+            }
+        } catch (java.net.URISyntaxException e) {
+            throw new IOException(e);
+        }
+        if (out.isEmpty()) {
+            throw new IOException("no lib-avro/ beside the harness jar: build with mvn -f harness/restore/pom.xml package");
+        }
+        avro = out;
+        return avro;
+    }
 
     /** This build's runtime class path: the jar's manifest Class-Path (lib/*.jar), or java.class.path. */
     static synchronized String classpath() throws IOException {
@@ -236,6 +264,9 @@ final class StJars {
             if (!p.isEmpty() && !parts.contains(p)) {
                 parts.add(p);
             }
+        }
+        for (Path p : avroJars()) { // the job's sources refer to Avro (used only by Avro jobs)
+            parts.add(p.toString());
         }
         cp = String.join(File.pathSeparator, parts);
         return cp;

@@ -130,11 +130,34 @@ final class StRunner implements AutoCloseable {
         Map<String, Object> expected;
     }
 
-    static URLClassLoader loader(Path jar) throws IOException {
-        return new URLClassLoader(new URL[] {jar.toUri().toURL()}, StRunner.class.getClassLoader());
+    /** The jars of a job: its thin jar, plus flink-avro and its dependencies when it has Avro state. */
+    static List<Path> jobJars(Path jar, String desc) throws IOException {
+        List<Path> out = new ArrayList<>();
+        out.add(jar);
+        if (usesAvro(desc)) {
+            out.addAll(StJars.avroJars());
+        }
+        return out;
     }
 
-    Job build(ClassLoader cl, Path jar, String desc, Configuration conf, String graphId) throws Exception {
+    static boolean usesAvro(String desc) {
+        for (StPlan.St s : StPlan.parse(desc).states()) {
+            if (s.type.equals("AVRO")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static URLClassLoader loader(List<Path> jars) throws IOException {
+        URL[] urls = new URL[jars.size()];
+        for (int i = 0; i < urls.length; i++) {
+            urls[i] = jars.get(i).toUri().toURL();
+        }
+        return new URLClassLoader(urls, StRunner.class.getClassLoader());
+    }
+
+    Job build(ClassLoader cl, List<Path> jars, String desc, Configuration conf, String graphId) throws Exception {
         Thread t = Thread.currentThread();
         ClassLoader prev = t.getContextClassLoader();
         t.setContextClassLoader(cl);
@@ -156,7 +179,9 @@ final class StRunner implements AutoCloseable {
                 j.expected = new LinkedHashMap<>();
                 j.expected.put("error", e.toString());
             }
-            j.jg.addJar(new org.apache.flink.core.fs.Path(jar.toUri()));
+            for (Path jar : jars) {
+                j.jg.addJar(new org.apache.flink.core.fs.Path(jar.toUri()));
+            }
             j.jg.setSavepointRestoreSettings(SavepointRestoreSettings.fromConfiguration(conf));
             return j;
         } finally {
@@ -427,9 +452,10 @@ final class StRunner implements AutoCloseable {
         Path jar1 = jars.jar(plan.jarV1);
         Map<String, Object> rec = new LinkedHashMap<>();
         String desc1 = plan.v1.describe();
-        try (URLClassLoader cl1 = loader(jar1)) {
+        List<Path> jobJars1 = jobJars(jar1, desc1);
+        try (URLClassLoader cl1 = loader(jobJars1)) {
             Configuration conf1 = jobConf(plan.runtime, caseDir, true);
-            Job j1 = build(cl1, jar1, desc1, conf1, plan.caseId + "/v1");
+            Job j1 = build(cl1, jobJars1, desc1, conf1, plan.caseId + "/v1");
             long tBuilt = System.currentTimeMillis();
             Probes probes = install();
             JobID id = j1.jg.getJobID();
@@ -499,7 +525,9 @@ final class StRunner implements AutoCloseable {
             rec.put("states_v2", statesList(plan.v2, plan.jarV2));
             rec.put("runtime", plan.runtime);
             rec.put("job_config_v1", confRecord(conf1));
-            rec.put("v1_program", program(jarsRel, plan.jarV1, desc1));
+            Map<String, Object> prog1 = program(jarsRel, plan.jarV1, desc1);
+            prog1.put("bundled_jars", names(jobJars1));
+            rec.put("v1_program", prog1);
             rec.put("v2_program", program(null, plan.jarV2, plan.v2.describe()));
             rec.put("declared_types_v1", declared1);
             rec.put("records_before_savepoint", records);
@@ -540,6 +568,15 @@ final class StRunner implements AutoCloseable {
         } finally {
             cleanupJobs();
         }
+    }
+
+    /** The jars a job bundles besides its own (Maven file names; empty for jobs without Avro). */
+    static List<Object> names(List<Path> jobJars) {
+        List<Object> out = new ArrayList<>();
+        for (Path p : jobJars.subList(1, jobJars.size())) {
+            out.add(p.getFileName().toString());
+        }
+        return out;
     }
 
     static Map<String, Object> program(String jarsRel, String variant, String desc) {
@@ -635,10 +672,12 @@ final class StRunner implements AutoCloseable {
         Path jar2 = jars.jar(jarVariant);
         ((Map<String, Object>) rec.get("v2_program")).put("jar", jarsRel + "/" + jarVariant + ".jar");
         Path local = Path.of(pointer.startsWith("file:") ? new URI(pointer).getPath() : pointer);
-        try (URLClassLoader cl2 = loader(jar2)) {
+        List<Path> jobJars2 = jobJars(jar2, desc2);
+        ((Map<String, Object>) rec.get("v2_program")).put("bundled_jars", names(jobJars2));
+        try (URLClassLoader cl2 = loader(jobJars2)) {
             Configuration conf2 = jobConf(rt, caseDir, false);
             SavepointRestoreSettings.toConfiguration(SavepointRestoreSettings.forPath(pointer, false), conf2);
-            Job j2 = build(cl2, jar2, desc2, conf2, caseId + "/v2");
+            Job j2 = build(cl2, jobJars2, desc2, conf2, caseId + "/v2");
             long tBuilt = System.currentTimeMillis();
             Probes probes = install();
             JobID id = j2.jg.getJobID();
