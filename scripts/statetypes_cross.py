@@ -73,10 +73,45 @@ def main(argv: list[str] | None = None) -> int:
     phase1 = logs / "phase1.jsonl.gz"
     common = ["--seed", str(a.seed), "--count", str(a.count), "--start", str(a.start)]
     try:
-        run([a.java, "-jar", str(harness_jar(a.src)), "statetypes", "--phase", "v1", "--target", a.dst, *common,
-             "--out", str(phase1), "--cases-dir", str(cases), "--scratch", str(scratch)], logs / "phase1.log")
-        run([a.java, "-jar", str(harness_jar(a.dst)), "statetypes", "--phase", "v2", "--from", str(phase1),
-             "--out", str(out), "--cases-dir", str(cases), "--scratch", str(scratch)], logs / "phase2.log")
+        run(
+            [
+                a.java,
+                "-jar",
+                str(harness_jar(a.src)),
+                "statetypes",
+                "--phase",
+                "v1",
+                "--target",
+                a.dst,
+                *common,
+                "--out",
+                str(phase1),
+                "--cases-dir",
+                str(cases),
+                "--scratch",
+                str(scratch),
+            ],
+            logs / "phase1.log",
+        )
+        run(
+            [
+                a.java,
+                "-jar",
+                str(harness_jar(a.dst)),
+                "statetypes",
+                "--phase",
+                "v2",
+                "--from",
+                str(phase1),
+                "--out",
+                str(out),
+                "--cases-dir",
+                str(cases),
+                "--scratch",
+                str(scratch),
+            ],
+            logs / "phase2.log",
+        )
         text = statetypes_summary.summarize(out, [logs / "phase1.log", logs / "phase2.log"])
         out.with_name(f"{name}.summary.txt").write_text(text)
         print(text.split("\n")[0])

@@ -75,8 +75,11 @@ def summarize(path: Path, logs: list[Path] | None = None) -> str:
     for c in cases:
         for t in sorted({s["value_type"] for s in c["states_v1"]}):
             g[t].append(c)
-    out += table("cases with at least one v1 state of the type (several states per case possible):", g,
-                 lambda k: f"any state of type {k:10s}")
+    out += table(
+        "cases with at least one v1 state of the type (several states per case possible):",
+        g,
+        lambda k: f"any state of type {k:10s}",
+    )
 
     g = defaultdict(list)
     for c in cases:
@@ -86,8 +89,11 @@ def summarize(path: Path, logs: list[Path] | None = None) -> str:
     g = defaultdict(list)
     for c in cases:
         g[snapshot_label(c)].append(c)
-    out += table("by snapshot (backend, savepoint format or checkpoint, inline threshold):", g,
-                 lambda k: f"{k[0]:8s} {k[1]:15s} inline {k[2]:4s}")
+    out += table(
+        "by snapshot (backend, savepoint format or checkpoint, inline threshold):",
+        g,
+        lambda k: f"{k[0]:8s} {k[1]:15s} inline {k[2]:4s}",
+    )
 
     g = defaultdict(list)
     for c in cases:
@@ -112,8 +118,9 @@ def summarize(path: Path, logs: list[Path] | None = None) -> str:
             fails[(c["failure_stage"], f"{c['error_class']}: {msg}"[:200])][c["subject"]["value_type"]] += 1
     out += ["", "failures (stage, root error class: message) -> subject value types:"]
     for (stage, msg), cnt in sorted(fails.items()):
-        out.append(f"  {stage:12s} {msg:200s} {sum(cnt.values()):3d}  "
-                   + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items())))
+        out.append(
+            f"  {stage:12s} {msg:200s} {sum(cnt.values()):3d}  " + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items()))
+        )
 
     probes: Counter = Counter()
     for c in cases:
@@ -138,14 +145,21 @@ def summarize(path: Path, logs: list[Path] | None = None) -> str:
 
     t1 = [sum(v for v in c["meta"]["timing"]["v1"].values()) for c in cases]
     t2 = [sum(v for v in c["meta"]["timing"]["v2"].values()) for c in cases]
-    out += ["", f"timing (sum of measured steps): v1 side {sum(t1) / 1000:.0f} s, v2 side {sum(t2) / 1000:.0f} s; "
-            f"per case median {statistics.median([a + b for a, b in zip(t1, t2)]) / 1000:.2f} s, "
-            f"max {max(a + b for a, b in zip(t1, t2)) / 1000:.2f} s" if cases else "timing: no cases"]
+    out += [
+        "",
+        f"timing (sum of measured steps): v1 side {sum(t1) / 1000:.0f} s, v2 side {sum(t2) / 1000:.0f} s; "
+        f"per case median {statistics.median([a + b for a, b in zip(t1, t2, strict=False)]) / 1000:.2f} s, "
+        f"max {max(a + b for a, b in zip(t1, t2, strict=False)) / 1000:.2f} s"
+        if cases
+        else "timing: no cases",
+    ]
     sizes = [sum(f["bytes"] for f in c["savepoint"]["files"]) for c in cases]
     files = [len(c["savepoint"]["files"]) for c in cases]
     if cases:
-        out.append(f"savepoint sizes: median {statistics.median(sizes):.0f} B, max {max(sizes)} B; "
-                   f"files per savepoint {min(files)}-{max(files)}")
+        out.append(
+            f"savepoint sizes: median {statistics.median(sizes):.0f} B, max {max(sizes)} B; "
+            f"files per savepoint {min(files)}-{max(files)}"
+        )
     for log in logs or []:
         if log.exists():
             lines = log.read_text().splitlines()

@@ -97,8 +97,11 @@ def _kind(c: dict[str, Any]) -> str | None:
         return "POJO field retyped"
     if "must not be incompatible" in m:
         kryo = any(t in ("LIST_HINT", "MAP_HINT", "POJO_COLL") for t in [s["value_type"] for s in c["states_v1"]])
-        return "Kryo List/Map upgrade (state serializer incompatible)" if c["set"] == "cross" and kryo else (
-            "state serializer incompatible")
+        return (
+            "Kryo List/Map upgrade (state serializer incompatible)"
+            if c["set"] == "cross" and kryo
+            else ("state serializer incompatible")
+        )
     if c["failure_stage"] == "job_init":
         return "job refused (job_init)"
     return "other"
@@ -109,9 +112,16 @@ def test_coverage():
     stages = Counter(c["failure_stage"] for c in CASES if c["verdict"] == "FAILED")
     assert set(stages) == STAGES, stages
     kinds = Counter(_kind(c) for c in CASES)
-    for k in ("restored", "key serializer incompatible", "state serializer incompatible", "enum constant removed",
-              "POJO field retyped", "state kind changed", "Kryo List/Map upgrade (state serializer incompatible)",
-              "job refused (job_init)"):
+    for k in (
+        "restored",
+        "key serializer incompatible",
+        "state serializer incompatible",
+        "enum constant removed",
+        "POJO field retyped",
+        "state kind changed",
+        "Kryo List/Map upgrade (state serializer incompatible)",
+        "job refused (job_init)",
+    ):
         assert kinds[k] > 0, (k, kinds)
 
 
