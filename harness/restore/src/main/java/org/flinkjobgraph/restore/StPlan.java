@@ -400,11 +400,14 @@ final class StPlan {
         String backend = r.nextBoolean() ? "hashmap" : "rocksdb";
         int t = r.nextInt(100);
         String takenBy = t < 40 ? "stop-with-savepoint" : t < 80 ? "trigger-savepoint+cancel" : "retained-checkpoint";
+        boolean incremental = backend.equals("rocksdb") && takenBy.equals("retained-checkpoint") && r.nextBoolean();
         runtime.put("state_backend", backend);
         runtime.put("savepoint_format", takenBy.equals("retained-checkpoint") ? null : r.nextBoolean() ? "CANONICAL" : "NATIVE");
-        runtime.put("inline_threshold", r.nextInt(100) < 40 ? "0b" : "1mb");
+        // incremental checkpoints mostly with file state: their SST files then sit in the job's
+        // shared/ folder (as with Flink's default threshold), not inline in _metadata
+        runtime.put("inline_threshold", r.nextInt(100) < (incremental ? 75 : 40) ? "0b" : "1mb");
         runtime.put("taken_by", takenBy);
-        runtime.put("incremental", backend.equals("rocksdb") && takenBy.equals("retained-checkpoint") && r.nextBoolean());
+        runtime.put("incremental", incremental);
         if (takenBy.equals("retained-checkpoint")) {
             runtime.put("checkpoints_taken", 1 + r.nextInt(2));
         }
