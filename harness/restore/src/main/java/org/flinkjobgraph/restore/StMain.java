@@ -162,6 +162,13 @@ final class StMain {
             }
         }
         jars.writeCatalogue(cases.resolve("jars/catalogue.json"), StClasses.jarVariants());
+        if (!keepScratch && !phase.equals("v1")) {
+            try {
+                Files.deleteIfExists(scratchDir); // the per-case folders are gone: only an empty root is left
+            } catch (java.io.IOException ignored) {
+                // not empty (another run's cases): left alone
+            }
+        }
         double secs = (System.currentTimeMillis() - t0) / 1000.0;
         System.err.printf("flink %s %s: %d cases in %.1f s (%.2f s/case), %s, case errors (retried) %d%n",
                 StreamGraphSpecExporter.flinkVersionFull(), phase.equals("all") ? "same" : "phase " + phase, done, secs,
