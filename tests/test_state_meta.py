@@ -7,6 +7,12 @@ as Flink read them with the old job's classes (``meta_read_by_v1_flink``) and wi
 job's (``meta_read_by_v2_flink``). Every archive is unpacked here, every operator's proxies are
 decoded from the savepoint's own bytes and compared field by field with both.
 
+The same comparison runs over the project's own statetypes sets (``conformance/statetypes``,
+written by ``harness/restore``'s ``statetypes`` command: Flink 1.15, 1.20, 2.0 and 2.3,
+same-line and cross-version, window / broadcast / operator / keyed state, Avro, checkpoints),
+whose cases also carry the facts the vectors' shape leaves out (Kryo registrations, Avro
+schemas: ``facts_read_by_v1_flink``), compared with the decoder's ``facts``.
+
 Also: the inline proxies in the ``_metadata`` of the restore sets (formats 3 - 6, Flink 1.15 -
 2.3); layouts the vectors do not contain, built byte by byte after Flink's writer methods
 (quoted per helper); a seeded fuzz of real proxy bytes. With FLINK_SOURCE_GIT pointing at a
@@ -91,10 +97,11 @@ def decoded(unpacked) -> dict[str, dict]:
     }
 
 
-def _catalogue(case: dict, side: str) -> dict[str, UserClass]:
+def _catalogue(case: dict, side: str, folder: Path | None = None) -> dict[str, UserClass]:
     """The user classes of the case's v1 or v2 jar (jars/catalogue.json), as UserClass."""
     jar = Path(case[f"{side}_program"]["jar"]).stem
-    catalogue = json.loads((STATETYPES / case["_set"] / "jars" / "catalogue.json").read_text())
+    folder = folder if folder is not None else STATETYPES / case["_set"]
+    catalogue = json.loads((folder / "jars" / "catalogue.json").read_text())
     classes = {}
     for simple, info in catalogue[jar].items():
         name = USER_PACKAGE + simple
@@ -210,6 +217,136 @@ def test_kryo_snapshot_facts(decoded):
                     assert node.facts["kryo_default_serializers"] == []
                     return
     pytest.fail("no Kryo state in the vectors")
+
+
+# ------------------------------------------------------------------------------------------------
+#  The project's own statetypes sets (harness/restore statetypes, conformance/statetypes)
+# ------------------------------------------------------------------------------------------------
+
+HARNESS = ROOT / "conformance" / "statetypes"
+HARNESS_SETS = sorted(HARNESS.glob("statetypes-*.jsonl.gz"))
+
+
+def _harness_cases() -> list[dict]:
+    out = []
+    for path in HARNESS_SETS:
+        folder = path.with_name(path.name.removesuffix(".jsonl.gz"))
+        with gzip.open(path, "rt") as f:
+            out += [dict(json.loads(line), _dir=folder) for line in f if line.strip()]
+    return out
+
+
+HARNESS_CASES = _harness_cases()
+
+
+@pytest.fixture(scope="module")
+def harness_decoded(tmp_path_factory) -> dict[str, dict]:
+    """case_id -> decoded operators of the harness sets' savepoints (each archive unpacked once)."""
+    out = {}
+    for case in HARNESS_CASES:
+        sp = case["savepoint"]
+        dest = tmp_path_factory.mktemp(case["case_id"])
+        with tarfile.open(case["_dir"] / sp["archive"]) as tar:
+            tar.extractall(dest, filter="data")
+        folder = dest / sp["dir_name"]
+        out[case["case_id"]] = decode_operator_states(
+            parse_metadata((folder / "_metadata").read_bytes()), local_file_reader(folder)
+        )
+    return out
+
+
+def test_harness_sets_are_there():
+    """At least the sets the harness README lists: same-line 2.3 and 1.20, cross 1.20 -> 2.3."""
+    names = {p.name.split("-s")[0] for p in HARNESS_SETS}
+    assert {"statetypes-2.3", "statetypes-1.20", "statetypes-1.20to2.3"} <= names, names
+    assert len(HARNESS_CASES) >= 120
+
+
+@pytest.mark.parametrize("case", HARNESS_CASES, ids=lambda c: c["case_id"])
+def test_harness_proxies_match_what_flink_read(case, harness_decoded):
+    """As test_proxies_match_what_flink_read, over the harness's own savepoints: every operator's
+    keyed and operator proxies (broadcast states included) equal Flink's reading with v1's
+    classes and, through the catalogue of v2's jar, with v2's (on v2's Flink line)."""
+    ops = harness_decoded[case["case_id"]]
+    for side in ("v1", "v2"):
+        classes = None if side == "v1" else _catalogue(case, "v2", case["_dir"])
+        for op_id, op in _flink_read(case, side).items():
+            for part in ("keyed", "operator"):
+                if part not in op:
+                    continue
+                assert op_id in ops, f"{side}: operator {op_id} has {part} state but no stream was located"
+                got = ops[op_id]
+                proxy = got.keyed_proxy if part == "keyed" else got.operator_proxy
+                assert proxy is not None, got.errors
+                assert proxy.complete, proxy.stopped
+                missing = _class_not_found(op[part])
+                if missing is not None:
+                    # a job that does not bundle flink-avro cannot load Flink's Avro snapshot class
+                    # (the catalogue models user classes only): the decoder read that class there
+                    names = {n.class_name for s in proxy.states for n in _walk_all(s)}
+                    if isinstance(proxy, KeyedProxy):
+                        names |= {n.class_name for n in proxy.key_serializer.walk()}
+                    assert missing in names and not case[f"{side}_program"]["bundled_jars"], (missing, names)
+                    continue
+                mine = proxy.to_dict(classes)
+                assert not _diff(op[part], mine, f"{side}.{op_id}.{part}"), _diff(op[part], mine, f"{op_id}.{part}")
+        with_state = {i for i, op in _flink_read(case, side).items() if "keyed" in op or "operator" in op}
+        assert set(ops) == with_state
+
+
+def _class_not_found(entry: dict) -> str | None:
+    """The class a Flink reading failed to load ({"error": ["java.lang.ClassNotFoundException: X"]})."""
+    for e in entry.get("error", []):
+        if e.startswith("java.lang.ClassNotFoundException: "):
+            return e.split(": ", 1)[1]
+    return None
+
+
+def _walk_all(info) -> list:
+    return [n for node in info.serializers.values() for n in node.walk()]
+
+
+def _fact_root(got, root: str):
+    """The decoded snapshot tree a facts entry's root names: <op>/keyed/key_serializer,
+    <op>/keyed|operator|broadcast/<state>/<role>."""
+    parts = root.split("/")
+    if parts[1] == "keyed" and parts[2] == "key_serializer":
+        return got.keyed_proxy.key_serializer
+    proxy = got.keyed_proxy if parts[1] == "keyed" else got.operator_proxy
+    states = proxy.broadcast_states if parts[1] == "broadcast" else proxy.states
+    role = parts[-1]
+    name = "/".join(parts[2:-1])
+    return next(s for s in states if s.name == name).serializers[role]
+
+
+@pytest.mark.parametrize("case", HARNESS_CASES, ids=lambda c: c["case_id"])
+def test_harness_serializer_facts_match_what_flink_read(case, harness_decoded):
+    """The facts Flink's snapshot objects hold beyond the vectors' shape (Kryo registrations,
+    default serializers and their classes, POJO subclass registrations, the Avro schema), node by
+    node (pre-order index below each root), equal the decoder's ``facts``. v1's reading only:
+    the same bytes, and no class of v1 is missing there."""
+    ops = harness_decoded[case["case_id"]]
+    for fact in case["savepoint"]["facts_read_by_v1_flink"]:
+        node = list(_fact_root(ops[fact["root"].split("/")[0]], fact["root"]).walk())[fact["index"]]
+        assert node.class_name == fact["class"], fact
+        if "kryo_registrations" in fact:
+            # an entry Flink could not resolve with these classes has type None: not compared
+            pairs = zip(fact["kryo_registrations"], node.facts["kryo_registrations"], strict=True)
+            # serializer_instance: the serializer inside Flink's SerializableSerializer wrapper,
+            # which the decoder names by the wrapper only
+            assert all(
+                {k: v for k, v in want.items() if k != "serializer_instance"} == got
+                for want, got in pairs
+                if want["type"] is not None
+            ), fact
+        for key in ("kryo_default_serializers", "kryo_default_serializer_classes"):
+            if key in fact:
+                assert [list(x) for x in node.facts[key]] == fact[key], fact
+        for key in ("registered_subclasses", "non_registered_subclasses"):
+            if key in fact:
+                assert [n for n, _ in node.facts[key]] == fact[key]
+        if "schema" in fact:
+            assert json.loads(node.facts["schema"]) == json.loads(fact["schema"])
 
 
 # ------------------------------------------------------------------------------------------------

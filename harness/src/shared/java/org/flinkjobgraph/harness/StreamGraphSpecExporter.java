@@ -106,7 +106,57 @@ public final class StreamGraphSpecExporter {
         m.put("source_kind", sourceKind(factory));
         m.put("yielding", factory != null && Refl.isA(factory, "YieldingOperatorFactory"));
         m.put("has_operator", factory != null);
+        String keySnapshot = keySerializerSnapshot(n);
+        if (keySnapshot != null) {
+            m.put("key_serializer_snapshot", keySnapshot);
+        }
         return m;
+    }
+
+    /**
+     * Optional node field {@code key_serializer_snapshot}: for a node with a state key serializer
+     * (a keyed operator), base64 of exactly the bytes
+     * {@code TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot} writes for
+     * {@code serializer.snapshotConfiguration()}: the bytes Flink writes for the key serializer
+     * inside a savepoint's keyed backend proxy (the proxy version int, then the versioned
+     * snapshot). Flink 1.9 - 1.18 have writeSerializerSnapshot(out, snapshot, serializer), 1.19+
+     * writeSerializerSnapshot(out, snapshot): whichever the classpath has is called. Null (field
+     * left out) for nodes without a key serializer, or when the serializer cannot snapshot itself.
+     */
+    static String keySerializerSnapshot(StreamNode n) {
+        Object serializer = Refl.call(n, "getStateKeySerializer", null);
+        if (serializer == null) {
+            return null;
+        }
+        try {
+            Object snapshot = serializer.getClass().getMethod("snapshotConfiguration").invoke(serializer);
+            Class<?> util = Class.forName("org.apache.flink.api.common.typeutils.TypeSerializerSnapshotSerializationUtil");
+            java.lang.reflect.Method two = null;
+            java.lang.reflect.Method three = null;
+            for (java.lang.reflect.Method m : util.getMethods()) {
+                if (m.getName().equals("writeSerializerSnapshot")) {
+                    if (m.getParameterCount() == 2) {
+                        two = m;
+                    } else if (m.getParameterCount() == 3) {
+                        three = m;
+                    }
+                }
+            }
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+            org.apache.flink.core.memory.DataOutputViewStreamWrapper out =
+                    new org.apache.flink.core.memory.DataOutputViewStreamWrapper(bytes);
+            if (two != null) {
+                two.invoke(null, out, snapshot);
+            } else if (three != null) {
+                three.invoke(null, out, snapshot, serializer);
+            } else {
+                return null;
+            }
+            out.flush();
+            return java.util.Base64.getEncoder().encodeToString(bytes.toByteArray());
+        } catch (Throwable e) {
+            return null;
+        }
     }
 
     static String sourceKind(Object factory) {

@@ -37,9 +37,14 @@ public final class Main {
     }
 
     static void run(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("statetypes")) {
+            StMain.run(args);
+            return;
+        }
         if (args.length == 0 || !args[0].equals("generate")) {
             System.err.println("usage: generate --seed S --count N --out F.jsonl.gz --metadata-out F.tar.gz"
-                    + " [--start I] [--scratch DIR]");
+                    + " [--start I] [--scratch DIR]\n   or: statetypes --seed S --count N --out F.jsonl.gz --cases-dir DIR"
+                    + " [--phase all|v1|v2 --target LINE --from F.jsonl.gz] (see StMain)");
             System.exit(args.length > 0 && args[0].equals("version") ? 0 : 2);
         }
         long seed = 1;

@@ -1,0 +1,727 @@
+package org.flinkjobgraph.restore;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * One statetypes case as data, deterministic in its seed: job v1 (the description StJob reads),
+ * how it is snapshotted, and the edit users make for v2 (a type edit: key type, a user class
+ * variant, a state's declared type or kind, a state renamed / added / removed; or an ordinary
+ * edit: parallelism, max parallelism, a name, a uid, an operator inserted or removed; or none).
+ */
+final class StPlan {
+    static final List<String> VALUE_TYPES = List.of(
+            "LONG", "STRING", "POJO", "POJO_COLL", "GENERIC", "ENUM", "TUPLE2", "ROW", "LIST_HINT", "MAP_HINT", "AVRO");
+    static final List<String> KEY_TYPES = List.of("LONG", "STRING", "TUPLE2", "POJO");
+    /** value type -> the user class it is made of */
+    static final Map<String, String> CLASS_OF = Map.of("POJO", "PojoV", "POJO_COLL", "PojoColl", "GENERIC", "Gen", "ENUM", "Color", "AVRO", "AvroRec");
+
+    // ------------------------------------------------------------------ the program
+
+    /** One segment of the description: kind, fields in order, and (keyed) its states. */
+    static final class Seg {
+        final String kind;
+        final LinkedHashMap<String, String> f = new LinkedHashMap<>();
+        final List<String[]> states = new ArrayList<>();
+
+        Seg(String kind) {
+            this.kind = kind;
+        }
+
+        Seg put(String k, Object v) {
+            f.put(k, String.valueOf(v));
+            return this;
+        }
+
+        Seg copy() {
+            Seg s = new Seg(kind);
+            s.f.putAll(f);
+            for (String[] st : states) {
+                s.states.add(st.clone());
+            }
+            return s;
+        }
+
+        /** The operator's logical key (its uid when it has one in the base program). */
+        String key() {
+            switch (kind) {
+                case "ost": return "opstate";
+                case "keyed": return "keyed-1";
+                case "win": return "win-1";
+                case "bc": return "bc-1";
+                default: return kind;
+            }
+        }
+
+        String uid() {
+            return f.get("uid");
+        }
+
+        /** uid, or #name: how the job's probes name the operator. */
+        String probeId() {
+            return f.containsKey("uid") ? f.get("uid") : "#" + f.get("name");
+        }
+
+        String describe() {
+            StringBuilder sb = new StringBuilder(kind).append(':');
+            boolean first = true;
+            for (Map.Entry<String, String> e : f.entrySet()) {
+                if (!first) {
+                    sb.append(',');
+                }
+                first = false;
+                sb.append(e.getKey()).append('=').append(e.getValue());
+            }
+            if (!states.isEmpty()) {
+                sb.append(first ? "" : ",").append("states=");
+                for (int i = 0; i < states.size(); i++) {
+                    sb.append(i == 0 ? "" : "+").append(String.join("/", states.get(i)));
+                }
+            }
+            return sb.toString();
+        }
+
+        boolean hasKey() {
+            return kind.equals("keyed") || kind.equals("win") || kind.equals("bc");
+        }
+    }
+
+    static final class Prog {
+        final List<Seg> segs = new ArrayList<>();
+
+        Prog copy() {
+            Prog p = new Prog();
+            for (Seg s : segs) {
+                p.segs.add(s.copy());
+            }
+            return p;
+        }
+
+        Seg seg(String kind) {
+            for (Seg s : segs) {
+                if (s.kind.equals(kind)) {
+                    return s;
+                }
+            }
+            return null;
+        }
+
+        Seg byKey(String key) {
+            for (Seg s : segs) {
+                if (s.key().equals(key)) {
+                    return s;
+                }
+            }
+            return null;
+        }
+
+        String describe() {
+            StringBuilder sb = new StringBuilder();
+            for (Seg s : segs) {
+                sb.append(sb.length() == 0 ? "" : ";").append(s.describe());
+            }
+            return sb.toString();
+        }
+
+        int parallelism(Seg s) {
+            String p = s.f.get("p");
+            return Integer.parseInt(p != null ? p : seg("env").f.get("p"));
+        }
+
+        int keys() {
+            return Integer.parseInt(seg("env").f.get("keys"));
+        }
+
+        /** Every state the program registers (the window's and broadcast state included). */
+        List<St> states() {
+            List<St> out = new ArrayList<>();
+            for (Seg s : segs) {
+                switch (s.kind) {
+                    case "ost":
+                        out.add(new St(s, s.f.get("state"), "union".equals(s.f.get("mode")) ? "UNION_LIST" : "LIST",
+                                s.f.get("type"), "operator", "initializeState", null));
+                        break;
+                    case "keyed":
+                        for (String[] st : s.states) {
+                            out.add(new St(s, st[0], st[1], st[2], "keyed", s.f.get("reg"), s.f.get("key")));
+                        }
+                        break;
+                    case "win":
+                        out.add(new St(s, "window-contents", "reduce".equals(s.f.get("fn")) ? "REDUCING" : "AGGREGATING",
+                                s.f.get("type"), "keyed", "window operator", s.f.get("key")));
+                        break;
+                    case "bc":
+                        out.add(new St(s, s.f.get("state"), "BROADCAST", s.f.get("type"), "broadcast", "open", s.f.get("key")));
+                        break;
+                    default:
+                }
+            }
+            return out;
+        }
+    }
+
+    /** One state of a program. */
+    static final class St {
+        final Seg seg;
+        final String name;
+        final String kind;
+        final String type;
+        final String backend;
+        final String registration;
+        final String keyType;
+
+        St(Seg seg, String name, String kind, String type, String backend, String registration, String keyType) {
+            this.seg = seg;
+            this.name = name;
+            this.kind = kind;
+            this.type = type;
+            this.backend = backend;
+            this.registration = registration;
+            this.keyType = keyType;
+        }
+
+        String probeKey() {
+            return seg.probeId() + "|" + name;
+        }
+
+        /** How many distinct keys / instances the state is written for and read by. */
+        int expected(Prog p) {
+            return backend.equals("keyed") ? p.keys() : p.parallelism(seg);
+        }
+    }
+
+    /** The program a description names (the inverse of Prog.describe). */
+    static Prog parse(String desc) {
+        Prog p = new Prog();
+        for (String part : desc.split(";")) {
+            int colon = part.indexOf(':');
+            Seg s = new Seg(part.substring(0, colon));
+            String rest = part.substring(colon + 1);
+            if (!rest.isEmpty()) {
+                for (String kv : rest.split(",")) {
+                    int eq = kv.indexOf('=');
+                    String k = kv.substring(0, eq);
+                    String v = kv.substring(eq + 1);
+                    if (k.equals("states")) {
+                        for (String st : v.split("\\+")) {
+                            s.states.add(st.split("/"));
+                        }
+                    } else {
+                        s.f.put(k, v);
+                    }
+                }
+            }
+            p.segs.add(s);
+        }
+        return p;
+    }
+
+    // ------------------------------------------------------------------ the case
+
+    String caseId;
+    String set;
+    long caseSeed;
+    Prog v1;
+    Prog v2;
+    String jarV1 = "base";
+    String jarV2 = "base";
+    final Map<String, Object> runtime = new LinkedHashMap<>();
+    final List<Object> edits = new ArrayList<>();
+    final Map<String, Object> subject = new LinkedHashMap<>();
+
+    static String lower(String s) {
+        return s.toLowerCase(Locale.ROOT);
+    }
+
+    static <T> T pick(Random r, List<T> l) {
+        return l.get(r.nextInt(l.size()));
+    }
+
+    static String pickOther(Random r, List<String> l, String not) {
+        List<String> c = new ArrayList<>(l);
+        c.remove(not);
+        return pick(r, c);
+    }
+
+    static Prog randomProgram(Random r, String name) {
+        Prog p = new Prog();
+        p.segs.add(new Seg("env").put("name", name).put("p", 1 + r.nextInt(3)).put("rate", 300).put("keys", 4 + r.nextInt(5)));
+        p.segs.add(new Seg("src").put("uid", "src").put("name", "Numbers"));
+        if (r.nextInt(100) < 30) {
+            String t = pick(r, VALUE_TYPES);
+            Seg s = new Seg("ost");
+            if (r.nextInt(100) < 85) {
+                s.put("uid", "opstate");
+            }
+            s.put("name", "Buffer").put("type", t).put("state", "buffer_" + lower(t)).put("mode", r.nextInt(100) < 70 ? "split" : "union");
+            p.segs.add(s);
+        }
+        Seg k = new Seg("keyed");
+        if (r.nextInt(100) < 90) {
+            k.put("uid", "keyed-1");
+        }
+        k.put("name", "Agg1").put("key", pick(r, KEY_TYPES)).put("reg", r.nextBoolean() ? "open" : "lazy");
+        if (r.nextBoolean()) {
+            k.put("timers", 1);
+        }
+        int n = r.nextInt(100) < 45 ? 1 : r.nextInt(100) < 75 ? 2 : 3;
+        while (k.states.size() < n) {
+            addRandomState(r, k);
+        }
+        p.segs.add(k);
+        if (r.nextInt(100) < 25) {
+            Seg w = new Seg("win");
+            if (r.nextInt(100) < 90) {
+                w.put("uid", "win-1");
+            }
+            w.put("name", "Win1").put("key", pick(r, KEY_TYPES)).put("fn", r.nextBoolean() ? "aggregate" : "reduce")
+                    .put("assigner", r.nextInt(100) < 70 ? "tumbling" : "global").put("type", pick(r, VALUE_TYPES));
+            p.segs.add(w);
+        }
+        if (r.nextInt(100) < 20) {
+            String t = pick(r, VALUE_TYPES);
+            Seg b = new Seg("bc");
+            if (r.nextInt(100) < 90) {
+                b.put("uid", "bc-1");
+            }
+            b.put("name", "Rules").put("key", pick(r, KEY_TYPES)).put("type", t).put("state", "rules_" + lower(t));
+            p.segs.add(b);
+        }
+        return p;
+    }
+
+    static String[] addRandomState(Random r, Seg k) {
+        for (int tries = 0; tries < 50; tries++) {
+            String kind = pick(r, List.of("VALUE", "LIST", "MAP"));
+            String type = pick(r, VALUE_TYPES);
+            String name = lower(kind) + "_" + lower(type);
+            boolean taken = false;
+            for (String[] s : k.states) {
+                taken |= s[0].equals(name);
+            }
+            if (!taken) {
+                String[] st = {name, kind, type};
+                k.states.add(st);
+                return st;
+            }
+        }
+        throw new IllegalStateException("no free state name");
+    }
+
+    /** Sets a state's value type in v1 (before v2 is copied), renaming it after its kind and type. */
+    static void retypeInV1(St s, String type) {
+        switch (s.seg.kind) {
+            case "keyed":
+                for (String[] st : s.seg.states) {
+                    if (st[0].equals(s.name)) {
+                        String name = lower(st[1]) + "_" + lower(type);
+                        boolean taken = false;
+                        for (String[] o : s.seg.states) {
+                            taken |= o != st && o[0].equals(name);
+                        }
+                        st[0] = taken ? name + "_2" : name;
+                        st[2] = type;
+                    }
+                }
+                break;
+            case "ost":
+                s.seg.put("type", type).put("state", "buffer_" + lower(type));
+                break;
+            case "bc":
+                s.seg.put("type", type).put("state", "rules_" + lower(type));
+                break;
+            default:
+                s.seg.put("type", type);
+        }
+    }
+
+    static Map<String, Object> edit(String type, Object target) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("type", type);
+        e.put("target", target);
+        return e;
+    }
+
+    static int weighted(Random r, int... w) {
+        int total = 0;
+        for (int x : w) {
+            total += x;
+        }
+        int x = r.nextInt(total);
+        for (int i = 0; i < w.length; i++) {
+            x -= w[i];
+            if (x < 0) {
+                return i;
+            }
+        }
+        return w.length - 1;
+    }
+
+    static final String[] CATEGORIES = {
+        "none", "key_type", "class", "value_type", "state_kind", "rename_state", "add_state", "remove_state", "ordinary"
+    };
+
+    /**
+     * The case for (seed, index, attempt): same-line sets weigh type edits, cross sets plain
+     * upgrades. In same-line sets every third index is a user-class edit that walks through all
+     * class variants in turn (so a set of 3 x 23 cases has each variant once); the others draw
+     * their edit at random. Retries (another attempt's seed) keep the index's stratum.
+     */
+    static StPlan make(String caseId, String set, long caseSeed, int index) {
+        Random r = new Random(caseSeed);
+        StPlan c = new StPlan();
+        c.caseId = caseId;
+        c.set = set;
+        c.caseSeed = caseSeed;
+        c.v1 = randomProgram(r, caseId);
+        c.randomRuntime(r);
+        if (set.equals("same") && index % 3 == 0) {
+            List<String> variants = StClasses.jarVariants();
+            variants.remove("base");
+            c.forcedVariant = variants.get((index / 3) % variants.size());
+            c.applyEdit(r, "class");
+            return c;
+        }
+        int cat = set.equals("same")
+                ? weighted(r, 6, 16, 12, 14, 12, 7, 6, 7, 20)
+                : weighted(r, 30, 5, 20, 6, 4, 3, 3, 4, 25);
+        c.applyEdit(r, CATEGORIES[cat]);
+        return c;
+    }
+
+    /** A user-class variant the stratum prescribes (null: drawn at random). */
+    String forcedVariant;
+
+    void randomRuntime(Random r) {
+        String backend = r.nextBoolean() ? "hashmap" : "rocksdb";
+        int t = r.nextInt(100);
+        String takenBy = t < 40 ? "stop-with-savepoint" : t < 80 ? "trigger-savepoint+cancel" : "retained-checkpoint";
+        boolean incremental = backend.equals("rocksdb") && takenBy.equals("retained-checkpoint") && r.nextBoolean();
+        runtime.put("state_backend", backend);
+        runtime.put("savepoint_format", takenBy.equals("retained-checkpoint") ? null : r.nextBoolean() ? "CANONICAL" : "NATIVE");
+        // incremental checkpoints mostly with file state: their SST files then sit in the job's
+        // shared/ folder (as with Flink's default threshold), not inline in _metadata
+        runtime.put("inline_threshold", r.nextInt(100) < (incremental ? 75 : 40) ? "0b" : "1mb");
+        runtime.put("taken_by", takenBy);
+        runtime.put("incremental", incremental);
+        if (takenBy.equals("retained-checkpoint")) {
+            runtime.put("checkpoints_taken", 1 + r.nextInt(2));
+        }
+    }
+
+    private void setSubject(String label, St s) {
+        subject.put("edit", label);
+        subject.put("backend", s.backend);
+        subject.put("state_kind", s.kind);
+        subject.put("value_type", s.type);
+        subject.put("key_type", s.keyType);
+        subject.put("state", s.probeKey());
+    }
+
+    private St find(Prog p, String probeKeyOfV1State) {
+        for (St s : p.states()) {
+            if (s.probeKey().equals(probeKeyOfV1State)) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    void applyEdit(Random r, String category) {
+        List<St> states = v1.states();
+        St s = pick(r, states);
+        switch (category) {
+            case "key_type": {
+                List<St> keyed = new ArrayList<>();
+                for (St x : states) {
+                    if (x.keyType != null) {
+                        keyed.add(x);
+                    }
+                }
+                s = pick(r, keyed);
+                v2 = v1.copy();
+                Seg seg = v2.byKey(s.seg.key());
+                String old = seg.f.get("key");
+                String now = pickOther(r, KEY_TYPES, old);
+                seg.put("key", now);
+                Map<String, Object> e = edit("change_key_type", s.seg.key());
+                e.put("old", old);
+                e.put("new", now);
+                edits.add(e);
+                setSubject("key_type", s);
+                break;
+            }
+            case "class": {
+                String variant;
+                String cls;
+                if (forcedVariant != null) {
+                    variant = forcedVariant;
+                    cls = variant.substring(0, variant.indexOf('-'));
+                } else {
+                    cls = List.of("PojoV", "PojoV", "PojoV", "PojoColl", "PojoColl", "Gen", "Gen", "Color", "Color", "PojoK",
+                            "AvroRec", "AvroRec").get(r.nextInt(12));
+                    List<String> variants = new ArrayList<>(StClasses.CLASSES.get(cls).keySet());
+                    variants.remove("base");
+                    variant = cls + "-" + pick(r, variants);
+                }
+                boolean reverse = r.nextInt(100) < 25;
+                if (cls.equals("PojoK")) {
+                    List<St> keyed = new ArrayList<>();
+                    for (St x : states) {
+                        if (x.keyType != null) {
+                            keyed.add(x);
+                        }
+                    }
+                    s = pick(r, keyed);
+                    s.seg.put("key", "POJO");
+                } else {
+                    String type = null;
+                    for (Map.Entry<String, String> e : CLASS_OF.entrySet()) {
+                        if (e.getValue().equals(cls)) {
+                            type = e.getKey();
+                        }
+                    }
+                    if (!type.equals(s.type)) {
+                        retypeInV1(s, type);
+                    }
+                }
+                String subjectKey = v1.states().get(states.indexOf(s)).probeKey();
+                v2 = v1.copy();
+                jarV1 = reverse ? variant : "base";
+                jarV2 = reverse ? "base" : variant;
+                Map<String, Object> e = edit("change_user_class", cls);
+                e.put("old_jar", jarV1);
+                e.put("new_jar", jarV2);
+                e.put("reverse", reverse);
+                edits.add(e);
+                setSubject("class:" + variant + (reverse ? "(reverse)" : ""), find(v1, subjectKey));
+                break;
+            }
+            case "value_type": {
+                v2 = v1.copy();
+                St t = find(v2, s.probeKey());
+                String now = pickOther(r, VALUE_TYPES, s.type);
+                setType(t, now);
+                Map<String, Object> e = edit("change_value_type", s.seg.key());
+                e.put("state", s.name);
+                e.put("old", s.type);
+                e.put("new", now);
+                edits.add(e);
+                setSubject("value_type", s);
+                break;
+            }
+            case "state_kind": {
+                List<St> c = new ArrayList<>();
+                for (St x : states) {
+                    if (!x.kind.equals("BROADCAST")) {
+                        c.add(x);
+                    }
+                }
+                s = pick(r, c);
+                v2 = v1.copy();
+                Seg seg = v2.byKey(s.seg.key());
+                String now;
+                switch (seg.kind) {
+                    case "keyed":
+                        now = pickOther(r, List.of("VALUE", "LIST", "MAP"), s.kind);
+                        for (String[] st : seg.states) {
+                            if (st[0].equals(s.name)) {
+                                st[1] = now;
+                            }
+                        }
+                        break;
+                    case "ost":
+                        now = s.kind.equals("LIST") ? "UNION_LIST" : "LIST";
+                        seg.put("mode", now.equals("LIST") ? "split" : "union");
+                        break;
+                    default:
+                        now = s.kind.equals("REDUCING") ? "AGGREGATING" : "REDUCING";
+                        seg.put("fn", now.equals("REDUCING") ? "reduce" : "aggregate");
+                }
+                Map<String, Object> e = edit("change_state_kind", s.seg.key());
+                e.put("state", s.name);
+                e.put("old", s.kind);
+                e.put("new", now);
+                edits.add(e);
+                setSubject("state_kind", s);
+                break;
+            }
+            case "rename_state": {
+                List<St> c = new ArrayList<>();
+                for (St x : states) {
+                    if (!x.seg.kind.equals("win")) {
+                        c.add(x);
+                    }
+                }
+                s = pick(r, c);
+                v2 = v1.copy();
+                Seg seg = v2.byKey(s.seg.key());
+                String now = s.name + "_v2";
+                if (seg.kind.equals("keyed")) {
+                    for (String[] st : seg.states) {
+                        if (st[0].equals(s.name)) {
+                            st[0] = now;
+                        }
+                    }
+                } else {
+                    seg.put("state", now);
+                }
+                Map<String, Object> e = edit("rename_state", s.seg.key());
+                e.put("old", s.name);
+                e.put("new", now);
+                edits.add(e);
+                setSubject("rename_state", s);
+                break;
+            }
+            case "add_state": {
+                v2 = v1.copy();
+                Seg seg = v2.seg("keyed");
+                String[] st = addRandomState(r, seg);
+                Map<String, Object> e = edit("add_state", seg.key());
+                e.put("state", st[0]);
+                e.put("state_kind", st[1]);
+                e.put("value_type", st[2]);
+                edits.add(e);
+                setSubject("add_state", find(v2, seg.probeId() + "|" + st[0]));
+                break;
+            }
+            case "remove_state": {
+                Seg k = v1.seg("keyed");
+                if (k.states.size() < 2) {
+                    addRandomState(r, k);
+                }
+                String[] gone = pick(r, k.states);
+                St removed = find(v1, k.probeId() + "|" + gone[0]);
+                v2 = v1.copy();
+                v2.seg("keyed").states.removeIf(st -> st[0].equals(gone[0]));
+                Map<String, Object> e = edit("remove_state", k.key());
+                e.put("state", gone[0]);
+                edits.add(e);
+                setSubject("remove_state", removed);
+                break;
+            }
+            case "ordinary": {
+                v2 = v1.copy();
+                String label = ordinary(r, s);
+                setSubject(label, s);
+                break;
+            }
+            default: {
+                v2 = v1.copy();
+                setSubject("none", s);
+            }
+        }
+        // now and then a harmless edit on top (as the vectors: a type edit plus a rename or rescale)
+        if (!category.equals("none") && !category.equals("ordinary") && r.nextInt(100) < 15) {
+            Seg k = v2.seg("keyed");
+            if (k.uid() != null && r.nextBoolean()) {
+                rename(k);
+            } else {
+                rescale(r, v2.seg("env"), "env");
+            }
+        }
+    }
+
+    private static void setType(St t, String type) {
+        if (t.seg.kind.equals("keyed")) {
+            for (String[] st : t.seg.states) {
+                if (st[0].equals(t.name)) {
+                    st[2] = type;
+                }
+            }
+        } else {
+            t.seg.put("type", type);
+        }
+    }
+
+    private void rename(Seg seg) {
+        String old = seg.f.get("name");
+        seg.put("name", old + "V2");
+        Map<String, Object> e = edit("rename_op", seg.uid());
+        e.put("old", old);
+        e.put("new", old + "V2");
+        edits.add(e);
+    }
+
+    private void rescale(Random r, Seg seg, String target) {
+        int old = Integer.parseInt(seg.f.containsKey("p") ? seg.f.get("p") : v2.seg("env").f.get("p"));
+        int now = old == 1 ? 2 + r.nextInt(2) : r.nextBoolean() ? 1 : old == 2 ? 3 : 2;
+        seg.put("p", now);
+        Map<String, Object> e = edit("change_parallelism", target);
+        e.put("old", old);
+        e.put("new", now);
+        edits.add(e);
+    }
+
+    /** Ordinary (non-type) edits on v2; returns the subject label. */
+    private String ordinary(Random r, St s) {
+        int k = weighted(r, 30, 15, 15, 15, 12, 13);
+        Seg keyed = v2.seg("keyed");
+        switch (k) {
+            case 0: {
+                if (r.nextBoolean()) {
+                    rescale(r, keyed, keyed.key());
+                } else {
+                    rescale(r, v2.seg("env"), "env");
+                }
+                return "change_parallelism";
+            }
+            case 1:
+                rename(keyed);
+                return "rename_op";
+            case 2: {
+                v2.segs.add(v2.segs.indexOf(keyed), new Seg("map").put("name", "Tap"));
+                Map<String, Object> e = edit("insert_stateless", "Tap");
+                e.put("before", keyed.key());
+                edits.add(e);
+                return "insert_stateless";
+            }
+            case 3: {
+                Seg seg = r.nextBoolean() ? keyed : v2.seg("env");
+                String target = seg.kind.equals("env") ? "env" : seg.key();
+                seg.put("maxp", 256);
+                Map<String, Object> e = edit("change_max_parallelism", target);
+                e.put("old", null);
+                e.put("new", 256);
+                edits.add(e);
+                return "change_max_parallelism";
+            }
+            case 4: {
+                Seg seg = v2.byKey(s.seg.key());
+                String old = seg.uid();
+                String now = (old == null ? seg.key() : old) + "-v2";
+                seg.put("uid", now);
+                if (old == null) { // keep the uid right after the kind, where the program puts it
+                    String name = seg.f.remove("name");
+                    LinkedHashMap<String, String> rest = new LinkedHashMap<>(seg.f);
+                    seg.f.clear();
+                    seg.f.put("uid", now);
+                    seg.f.put("name", name);
+                    rest.remove("uid");
+                    seg.f.putAll(rest);
+                }
+                Map<String, Object> e = edit("change_uid", seg.key());
+                e.put("old", old);
+                e.put("new", now);
+                edits.add(e);
+                return "change_uid";
+            }
+            default: {
+                List<Seg> removable = new ArrayList<>();
+                for (Seg x : v2.segs) {
+                    if (x.kind.equals("ost") || x.kind.equals("win") || x.kind.equals("bc")) {
+                        removable.add(x);
+                    }
+                }
+                Seg gone = removable.isEmpty() ? keyed : pick(r, removable);
+                v2.segs.remove(gone);
+                edits.add(edit("remove_op", gone.key()));
+                return "remove_op";
+            }
+        }
+    }
+}
