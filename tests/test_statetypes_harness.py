@@ -4,7 +4,7 @@ Why: ``harness/restore``'s ``statetypes`` command writes the ground truth of the
 the restore check (``conformance/statetypes``: real typed-state restores, same-line and
 cross-version); the check's tests read these sets exactly like ``shared/vectors/statetypes``,
 so a field renamed, an archive or jar missing, or a verdict recorded inconsistently would
-silently shrink what they check. Also checks the exporter's ``key_serializer_snapshot`` (spec
+silently shrink what they check. Also checks the exporter's ``state_key_serializer_snapshot`` (spec
 node field) against what Flink wrote into the savepoints: the same tree as the savepoint's key
 serializer when the key type did not change, a different one when it did. Reads files only.
 """
@@ -134,7 +134,7 @@ def _key(s: dict[str, Any]) -> tuple:
 
 
 def test_key_serializer_snapshot_is_what_the_savepoint_holds():
-    """The spec's key_serializer_snapshot (exporter, every line's writeSerializerSnapshot) decodes
+    """The spec's state_key_serializer_snapshot (exporter, every line's writeSerializerSnapshot) decodes
     to the savepoint's key serializer of the same operator when the key type (or key class) did
     not change between v1 and v2, and to a different tree when it did."""
     seen: Counter = Counter()
@@ -144,9 +144,9 @@ def test_key_serializer_snapshot_is_what_the_savepoint_holds():
         for side in ("v1", "v2"):
             states = _states_by_operator(c, side)
             for n in c[side]["nodes"]:
-                if "key_serializer_snapshot" not in n:
+                if "state_key_serializer_snapshot" not in n:
                     continue
-                data = base64.b64decode(n["key_serializer_snapshot"])
+                data = base64.b64decode(n["state_key_serializer_snapshot"])
                 r = Reader(data)
                 tree = read_serializer_snapshot(r).node.to_dict()
                 assert r.pos == len(data)

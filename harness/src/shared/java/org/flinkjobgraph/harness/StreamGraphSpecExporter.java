@@ -108,13 +108,13 @@ public final class StreamGraphSpecExporter {
         m.put("has_operator", factory != null);
         String keySnapshot = keySerializerSnapshot(n);
         if (keySnapshot != null) {
-            m.put("key_serializer_snapshot", keySnapshot);
+            m.put("state_key_serializer_snapshot", keySnapshot);
         }
         return m;
     }
 
     /**
-     * Optional node field {@code key_serializer_snapshot}: for a node with a state key serializer
+     * Optional node field {@code state_key_serializer_snapshot}: for a node with a state key serializer
      * (a keyed operator), base64 of exactly the bytes
      * {@code TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot} writes for
      * {@code serializer.snapshotConfiguration()}: the bytes Flink writes for the key serializer
