@@ -115,7 +115,7 @@ def test_every_row_is_the_rules_decision(run, fleet):
         got = rows.loc[c["case_id"]]
         for col in ("verdict", "failure", "operator_id", "failure_stage", "state_name", "decidable"):
             assert got[col] == want[col] or (got[col] is None and want[col] is None), (c["case_id"], col)
-        message = (got["message"] or "").replace(str(folders[c["case_id"]].relative_to(root)), "<savepoint>")
+        message = (got["message"] or "").replace(f"file:{folders[c['case_id']]}", "<savepoint>")
         assert message == (want["message"] or ""), c["case_id"]
         assert list(got["taken_as_unchanged"] if got["taken_as_unchanged"] is not None else []) == list(
             want["taken_as_unchanged"] or []

@@ -71,10 +71,18 @@ _MANIFEST_SCHEMA = (
 
 @dataclass
 class RestoreSummary:
+    """What a check-restore run decided. Fix rows are counted apart by what they are: a spec fix
+    whose patched job restores (proven), one whose patched job still fails (not proven), a problem
+    without a fix (no counterpart can be named: the origin of the state is unknown), and state-type
+    advice (a code or procedure change no recomputation can prove)."""
+
     checks: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
-    fixes: int = 0
+    fixes: int = 0  # spec fixes proposed (proven + not proven)
     fixes_verified: int = 0
+    fixes_not_proven: int = 0
+    problems_without_fix: int = 0
+    state_advice: int = 0
     proof_rounds: int = 0
     graphs: dict[str, Any] = field(default_factory=dict)
 
@@ -117,8 +125,17 @@ def check_restore(
     _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress, settings)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
-    proofs = fixes.agg(F.count("*"), F.sum(F.col("verified").cast("int")), F.max("proof_round")).first()
-    summary.fixes, summary.fixes_verified, summary.proof_rounds = (int(v or 0) for v in proofs)
+    spec_fix = F.col("advice_code").isNull() & F.col("fix_code").isNotNull()
+    counts = fixes.agg(
+        F.sum(spec_fix.cast("int")),
+        F.sum((spec_fix & F.col("verified")).cast("int")),
+        F.sum((spec_fix & ~F.coalesce(F.col("verified"), F.lit(False))).cast("int")),
+        F.sum((F.col("advice_code").isNull() & F.col("fix_code").isNull()).cast("int")),
+        F.sum(F.col("advice_code").isNotNull().cast("int")),
+        F.max("proof_round"),
+    ).first()
+    (summary.fixes, summary.fixes_verified, summary.fixes_not_proven, summary.problems_without_fix,
+     summary.state_advice, summary.proof_rounds) = (int(v or 0) for v in counts)  # fmt: skip
     return summary
 
 

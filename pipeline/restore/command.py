@@ -108,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(e)
     verdicts = ", ".join(f"{k}={v}" for k, v in sorted(s.verdicts.items()))
     print(
-        f"check-restore: {s.checks} checks ({verdicts}); fixes proposed {s.fixes}, proven {s.fixes_verified} "
-        f"({s.proof_rounds} proof rounds) -> {args.output}"
+        f"check-restore: {s.checks} checks ({verdicts}); fixes: {s.fixes_verified} proven, "
+        f"{s.fixes_not_proven} not proven, {s.problems_without_fix} problems without a fix; "
+        f"{s.state_advice} state advice -> {args.output}"
     )
     write_summary(args.summary_json, s.as_dict())
     return 0

@@ -27,11 +27,14 @@ from udfs.restore import state_fixes as sf
 from udfs.restore import state_rules as sr
 from udfs.savepoint.state_streams import StreamHead, operator_states
 
-NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy"]
+NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy", "max_parallelism"]
 OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id", "chain_index"]
 VERTEX_FIELDS = ["jobvertex_id", "parallelism", "max_parallelism", "operator_ids", "user_operator_ids", "vertex_order"]
 # The columns every result row starts with, whichever table it belongs to.
 CHECK_KEY = ("check_id", "savepoint", "graph_id")
+# The reason a fix row carries when the check restores only because allowNonRestoredState drops
+# the operator's state: the fix keeps that state.
+STATE_DROPPED = "STATE_DROPPED_BY_ALLOW_NON_RESTORED_STATE"
 # A fix can uncover the next problem: the patched graph is decided again, up to this many rounds.
 PROOF_ROUNDS = 3
 
@@ -58,6 +61,18 @@ def saved_operators(items: list[dict]) -> list[rr.SavedOperator]:
 
 def vertices(items: list[dict]) -> list[rr.NewVertex]:
     return [rr.NewVertex.from_dict(r) for r in items]
+
+
+def external_pointer(check: dict[str, Any], sp_rows: list[dict]) -> str:
+    """The savepoint as Flink names it in its messages: the folder that holds ``_metadata``,
+    qualified by its file system (``file:/data/savepoints/savepoint-1``), whether the folder, its
+    ``_metadata`` or a ``file:///`` URI was given (``AbstractFsCheckpointStorageAccess
+    .resolveCheckpointPointer``: ``checkpointDir.makeQualified(fs).toString()``)."""
+    path = next((r.get("metadata_path") for r in sp_rows if r.get("metadata_path")), None)
+    if not path:
+        return str(check.get("savepoint"))
+    folder = path.rsplit("/", 1)[0]
+    return "file:" + folder[len("file://") :] if folder.startswith("file:///") else folder
 
 
 def spec_of(graph: dict[str, Any], nodes: list[dict], edges: list[dict]) -> dict[str, Any]:
@@ -107,7 +122,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     saved = saved_operators(items["sp"])
     new_vertices = vertices(items["vx"])
     allow = bool(check.get("allow_non_restored_state"))
-    d = rr.decide(saved, new_vertices, allow, prof, check["savepoint"])
+    d = rr.decide(saved, new_vertices, allow, prof, external_pointer(check, items["sp"]))
     state = _state_half(check, items, d, saved)
     row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
     out = [("restore_checks", json.dumps(row))]
@@ -135,10 +150,16 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     proof = None
     if prove and fixes and items.get("graph"):
         spec = spec_of(items["graph"][0], items.get("node", []), items.get("edge", []))
-        proof = prove_fixes(spec, fixes, saved, allow, prof, check["savepoint"], old, items.get("sp", []))
+        pointer = external_pointer(check, items["sp"])
+        proof = prove_fixes(spec, fixes, saved, allow, prof, pointer, old, items.get("sp", []))
+    # With allowNonRestoredState the job starts, and the state of the operators it cannot map is
+    # dropped: the fixes then say how to keep that state, and say so.
+    dropped = d.verdict == rr.RESTORES and allow
     for f, rnd in proof.fixes if proof else [(f, 1) for f in fixes]:
         row = {**fix_row(head, f), "proof_round": rnd, "verified": None, "verified_verdict": None,
                "verified_failure": None}  # fmt: skip
+        if dropped and f.operator_id in d.dropped_operator_ids:
+            row["reasons"] = [STATE_DROPPED, *row["reasons"]]
         if proof:
             row.update(verified=proof.verdict == rr.RESTORES, verified_verdict=proof.verdict,
                        verified_failure=proof.failure)  # fmt: skip
@@ -239,7 +260,7 @@ def prove_fixes(
     proven: list[tuple[rf.Fix, int]] = [(f, 1) for f in fixes]
     verdict, failure, rnd = rr.ERROR, None, 0
     for rnd in range(1, PROOF_ROUNDS + 1):
-        patches = [f.patch for f, _ in proven if f.patch is not None]
+        patches = [p for f, _ in proven for p in f.patches]
         with_allow = allow or any(f.fix_code == rf.ALLOW_NON_RESTORED for f, _ in proven)
         try:
             nodes, operators, vertex_rows, _ = compute_one(_patched(spec, patches))
@@ -287,7 +308,7 @@ def plan_fixes(
     ]
     for v, lowest in probs.parallelism:
         fixes += rf.parallelism_fixes(v.jobvertex_id, lowest, new)
-    return rf.dedupe(fixes)
+    return rf.with_old_names(rf.environment_max_parallelism_fix(rf.dedupe(fixes), new), old)
 
 
 def fix_row(head: dict[str, Any], f: rf.Fix) -> dict[str, Any]:
@@ -303,7 +324,7 @@ def fix_row(head: dict[str, Any], f: rf.Fix) -> dict[str, Any]:
         "counterpart_operator_id": f.counterpart_operator_id,
         "reasons": f.reasons,
         "fix_code": f.fix_code,
-        "patch_node_id": f.patch[0] if f.patch else None,
+        "patch_node_id": f.patch[0] if f.patch and not f.also else None,  # None: every node (the environment)
         "patch_field": f.patch[1] if f.patch else None,
         "patch_value": str(f.patch[2]) if f.patch else None,
     }

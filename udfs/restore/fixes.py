@@ -47,6 +47,7 @@ class GraphNode:
     jobvertex_id: str
     inputs: tuple[int, ...]  # source node ids of the in-edges
     outputs: tuple[int, ...]
+    max_parallelism: int = -1  # as configured in the spec (-1: not set)
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,14 @@ class Fix:
     counterpart_operator_id: str | None
     reasons: list[str] = field(default_factory=list)
     fix_code: str | None = None
-    # How to patch the new spec to apply the fix: (node_id, field, value).
+    # How to patch the new spec to apply the fix: (node_id, field, value); ``also``: more nodes
+    # patched the same way by the one line (a setting of the environment applies to every node).
     patch: tuple[int, str, object] | None = None
+    also: tuple[tuple[int, str, object], ...] = ()
+
+    @property
+    def patches(self) -> list[tuple[int, str, object]]:
+        return ([self.patch] if self.patch is not None else []) + list(self.also)
 
 
 def counterpart(old: GraphNode, old_graph: GraphView, new: GraphView) -> GraphNode | None:
@@ -193,6 +200,11 @@ def _generated_reasons(old: GraphNode, old_graph: GraphView, c: GraphNode, new: 
     return reasons or [POSITION_SHIFTED]
 
 
+def _int_or(value: object, default: int) -> int:
+    """An int column's value from pandas (NaN / None where a frame had no value)."""
+    return default if value is None or value != value else int(value)
+
+
 def graph_view(nodes, edges, operators, chaining_enabled: bool) -> GraphView:  # noqa: ANN001 (pandas frames)
     """A job version from its ``stream_nodes``-like, ``stream_edges``-like and ``operators`` frames."""
     ins: dict[int, list[int]] = {}
@@ -219,6 +231,7 @@ def graph_view(nodes, edges, operators, chaining_enabled: bool) -> GraphView:  #
                 jobvertex_id=o.jobvertex_id,
                 inputs=tuple(ins.get(nid, ())),
                 outputs=tuple(outs.get(nid, ())),
+                max_parallelism=_int_or(getattr(r, "max_parallelism", None), -1),
             )
         )
     return GraphView(bool(chaining_enabled), out)
@@ -237,6 +250,38 @@ def max_parallelism_fix(operator_id: str, saved_max: int, new: GraphView, head_n
         fix_code=f".setMaxParallelism({saved_max})",
         patch=(head_node_id, "max_parallelism", saved_max),
     )
+
+
+def environment_max_parallelism_fix(fixes: list[Fix], new: GraphView) -> list[Fix]:
+    """One ``env.setMaxParallelism(n)`` for per-vertex max-parallelism fixes that all come from
+    one setting: every node of the new job has the same configured max parallelism and every saved
+    state asks for the same other one, which is what ``env.setMaxParallelism`` (or
+    ``pipeline.max-parallelism``) gives. (A job that set the same value on every operator by hand
+    looks the same; its fix is to set it back on each, which this one patch of every node also
+    proves.) Other fixes are returned as they are."""
+    mp = [f for f in fixes if MAX_PARALLELISM_CHANGED in f.reasons and f.patch and f.patch[1] == "max_parallelism"]
+    configured = {n.max_parallelism for n in new.nodes}
+    wanted = {f.patch[2] for f in mp if f.patch}
+    if not mp or len(configured) != 1 or -1 in configured or len(wanted) != 1:
+        return fixes
+    value = wanted.pop()
+    patches = tuple((n.node_id, "max_parallelism", value) for n in new.nodes)
+    env = Fix(mp[0].operator_id, None, None, None, None, None, None, None, reasons=[MAX_PARALLELISM_CHANGED],
+              fix_code=f"env.setMaxParallelism({value})", patch=patches[0], also=patches[1:])  # fmt: skip
+    return [env, *(f for f in fixes if f not in mp)]
+
+
+def with_old_names(fixes: list[Fix], old: GraphView | None) -> list[Fix]:
+    """Fill a fix's saved operator's node, name and uid from the job version that took the
+    savepoint, where the fix left them open."""
+    if old is None:
+        return fixes
+    for f in fixes:
+        if f.old_node_id is None:
+            n = old.with_operator_id(f.operator_id)
+            if n is not None:
+                f.old_node_id, f.old_name, f.old_uid = n.node_id, n.name, n.uid
+    return fixes
 
 
 def parallelism_fixes(jobvertex_id: str, saved_max: int, new: GraphView) -> list[Fix]:
