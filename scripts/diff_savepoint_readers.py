@@ -102,10 +102,11 @@ def canonical(value: object) -> str:
     return re.sub(r", suid=-?\d+\)", ")", text)
 
 
-def outcome(call: Callable[[], object], seconds: float) -> tuple:
+def outcome(seconds: float, call: Callable[..., object], *args: object) -> tuple:
+    """``call(*args)``'s result as a canonical string, or its exception, or a timeout."""
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return ("ok", canonical(call()))
+        return ("ok", canonical(call(*args)))
     except CallTimeout:
         return ("timeout",)
     except Exception as e:  # every exception is an outcome to compare, also a reader's crash
@@ -168,8 +169,8 @@ def compare_metadata(base_md: object, files: list[tuple[str, bytes]], args: argp
     for n in range(len(pool) + args.mutations):
         data = pool[n] if n < len(pool) else mutate(rng, pool, regions)
         for line in args.lines:
-            old = outcome(lambda: base_md.parse_metadata(data, line), args.seconds)
-            new = outcome(lambda: metadata.parse_metadata(data, line), args.seconds)
+            old = outcome(args.seconds, base_md.parse_metadata, data, line)
+            new = outcome(args.seconds, metadata.parse_metadata, data, line)
             kind = "real" if n < len(pool) else "mutant"
             stats[f"{kind} {old[0]}{'' if old[0] != 'error' else ' ' + old[1]}"] += 1
             if old != new:
@@ -199,6 +200,10 @@ def embedded_streams(files: list[tuple[str, bytes]], metas: list[tuple[str, byte
     return found
 
 
+def read_objects(binary_module: object, objects_module: object, data: bytes, complete: bool) -> object:
+    return objects_module.read_object_stream(binary_module.Reader(data, complete=complete))
+
+
 def compare_objects(base_bin: object, base_jo: object, pool: list[bytes], args: argparse.Namespace) -> None:
     rng = random.Random(args.seed + 1)
     regions = [(0, len(d)) for d in pool]
@@ -206,8 +211,8 @@ def compare_objects(base_bin: object, base_jo: object, pool: list[bytes], args: 
     for n in range(len(pool) + args.object_mutations):
         data = pool[n] if n < len(pool) else mutate(rng, pool, regions)
         for complete in (True, False):
-            old = outcome(lambda: base_jo.read_object_stream(base_bin.Reader(data, complete=complete)), args.seconds)
-            new = outcome(lambda: java_objects.read_object_stream(binary.Reader(data, complete=complete)), args.seconds)
+            old = outcome(args.seconds, read_objects, base_bin, base_jo, data, complete)
+            new = outcome(args.seconds, read_objects, binary, java_objects, data, complete)
             stats[f"{old[0]}{'' if old[0] != 'error' else ' ' + old[1]}"] += 1
             if old != new:
                 stats["DIFFERENT"] += 1

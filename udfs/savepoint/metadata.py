@@ -22,9 +22,11 @@ newest reader (which, like Flink 1.15+, cannot read the 1.14 layout).
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
+
+from udfs.savepoint import binary
+from udfs.savepoint.binary import Reader, SavepointReadError, Utf8Fault
 
 HEADER_MAGIC = 0x4960672D
 MASTER_STATE_MAGIC = 0xC96B1696
@@ -113,18 +115,8 @@ OPERATOR_STATE_MODES = ("SPLIT_DISTRIBUTE", "UNION", "BROADCAST")  # OperatorSta
 STATE_SCOPES = ("EXCLUSIVE", "SHARED")  # CheckpointedStateScope
 MAX_HANDLE_NESTING = 64  # changelog handles nest keyed handles; Flink itself has no limit but a stack
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_U16 = struct.Struct(">H")
-
-
-class MetadataError(ValueError):
+class MetadataError(SavepointReadError):
     """A ``_metadata`` file Flink could not read either; ``offset`` is where reading stopped."""
-
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(f"{message} (at byte {offset})")
-        self.message = message
-        self.offset = offset
 
 
 @dataclass(frozen=True)
@@ -226,90 +218,39 @@ class SavepointMetadata:
         return fmt.get("enum") if isinstance(fmt, dict) else None
 
 
+def metadata_utf8_error(fault: Utf8Fault, offset: int) -> MetadataError:
+    """The ``_metadata`` reader's wording: a partial character at the end is said so, and a bad
+    continuation byte is placed at the character's last byte."""
+    if fault.kind == "partial":
+        return MetadataError("malformed modified UTF-8: partial character at end", offset + fault.lead)
+    at = fault.last if fault.kind == "continuation" else fault.lead
+    return MetadataError(f"malformed modified UTF-8 around byte {at} of the string", offset + at)
+
+
 def decode_modified_utf8(raw: bytes, offset: int = 0) -> str:
-    """Java's DataInput.readUTF body: modified UTF-8 (NUL as C0 80, non-BMP as CESU-8 surrogates).
-
-    Java decodes every 1/2/3-byte pattern to one UTF-16 unit without checking overlongs, and
-    rejects 10xxxxxx / 1111xxxx lead bytes. Surrogate pairs are joined; a lone surrogate stays a
-    lone surrogate (Python str can hold it), as in the Java String.
-    """
-    if raw.isascii():
-        return raw.decode("ascii")
-    units: list[int] = []
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        top = c >> 4
-        if top < 8:
-            units.append(c)
-            i += 1
-        elif top in (12, 13):
-            if i + 1 >= n:
-                raise MetadataError("malformed modified UTF-8: partial character at end", offset + i)
-            c2 = raw[i + 1]
-            if c2 & 0xC0 != 0x80:
-                raise MetadataError(f"malformed modified UTF-8 around byte {i + 1} of the string", offset + i + 1)
-            units.append(((c & 0x1F) << 6) | (c2 & 0x3F))
-            i += 2
-        elif top == 14:
-            if i + 2 >= n:
-                raise MetadataError("malformed modified UTF-8: partial character at end", offset + i)
-            c2, c3 = raw[i + 1], raw[i + 2]
-            if c2 & 0xC0 != 0x80 or c3 & 0xC0 != 0x80:
-                raise MetadataError(f"malformed modified UTF-8 around byte {i + 2} of the string", offset + i + 2)
-            units.append(((c & 0x0F) << 12) | ((c2 & 0x3F) << 6) | (c3 & 0x3F))
-            i += 3
-        else:
-            raise MetadataError(f"malformed modified UTF-8 around byte {i} of the string", offset + i)
-    return b"".join(u.to_bytes(2, "big") for u in units).decode("utf-16-be", errors="surrogatepass")
+    """Java's DataInput.readUTF body (:func:`udfs.savepoint.binary.decode_modified_utf8`),
+    malformed strings raising :class:`MetadataError` in the ``_metadata`` reader's wording."""
+    return binary.decode_modified_utf8(raw, offset, metadata_utf8_error)
 
 
-class _Reader:
-    """DataInputStream over a bytes object; every short read raises MetadataError at its offset."""
+class MetadataReader(Reader):
+    """The package's :class:`Reader` with the ``_metadata`` reader's errors: every short read is
+    a :class:`MetadataError` saying "truncated file", strings fail as :func:`decode_modified_utf8`,
+    and strings Flink turns into paths are checked as ``new Path(String)`` checks them."""
 
-    __slots__ = ("data", "pos", "n")
+    __slots__ = ()
 
-    def __init__(self, data: bytes, pos: int = 0) -> None:
-        self.data = data
-        self.pos = pos
-        self.n = len(data)
+    def fail(self, message: str, at: int | None = None) -> MetadataError:
+        return MetadataError(message, self.pos if at is None else at)
 
-    def need(self, k: int, what: str) -> None:
-        if k < 0 or self.pos + k > self.n:
-            raise MetadataError(f"truncated file: {what} needs {k} bytes, {self.n - self.pos} left", self.pos)
+    def short_read_error(self, k: int, what: str) -> MetadataError:
+        return MetadataError(f"truncated file: {what} needs {k} bytes, {self.end - self.pos} left", self.pos)
 
-    def i8(self, what: str = "byte") -> int:
-        b = self.u8(what)
-        return b - 256 if b > 127 else b
+    def count_error(self, what: str, k: int, at: int) -> MetadataError:
+        return MetadataError(f"truncated file: {what} {k} exceeds the remaining {self.end - self.pos} bytes", at)
 
-    def u8(self, what: str = "byte") -> int:
-        self.need(1, what)
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
-
-    def _number(self, layout: struct.Struct, what: str) -> int:
-        """One big-endian number of a fixed size (Java's DataInput), the position moved past it."""
-        self.need(layout.size, what)
-        v = layout.unpack_from(self.data, self.pos)[0]
-        self.pos += layout.size
-        return v
-
-    def i32(self, what: str = "int") -> int:
-        return self._number(_I32, what)
-
-    def i64(self, what: str = "long") -> int:
-        return self._number(_I64, what)
-
-    def u16(self, what: str = "short") -> int:
-        return self._number(_U16, what)
-
-    def boolean(self, what: str = "boolean") -> bool:
-        return self.u8(what) != 0
-
-    def skip(self, k: int, what: str) -> None:
-        self.need(k, what)
-        self.pos += k
+    def utf8_error(self, fault: Utf8Fault, offset: int) -> MetadataError:
+        return metadata_utf8_error(fault, offset)
 
     def path(self, what: str) -> str:
         """A string Flink turns into an ``org.apache.flink.core.fs.Path``."""
@@ -317,24 +258,6 @@ class _Reader:
         s = self.utf(what)
         check_flink_path(s, at)
         return s
-
-    def utf(self, what: str = "string") -> str:
-        start = self.pos
-        length = self.u16(what + " length")
-        self.need(length, what)
-        raw = self.data[self.pos : self.pos + length]
-        self.pos += length
-        return decode_modified_utf8(raw, start + 2)
-
-    def count(self, what: str, item_min_bytes: int = 1) -> int:
-        """An int element count; negative (Java: NegativeArraySizeException) or beyond the data fails."""
-        at = self.pos
-        k = self.i32(what)
-        if k < 0:
-            raise MetadataError(f"negative {what}: {k}", at)
-        if k * item_min_bytes > self.n - self.pos:
-            raise MetadataError(f"truncated file: {what} {k} exceeds the remaining {self.n - self.pos} bytes", at)
-        return k
 
 
 @dataclass
@@ -347,7 +270,7 @@ class _MetadataParser:
     """One parse of one file; the instance carries the format version and release dialect."""
 
     def __init__(self, data: bytes, flink_line: str | None) -> None:
-        self.r = _Reader(data)
+        self.r = MetadataReader(data)
         self.flink_line = flink_line or ""
         line = self.line = _line(flink_line)
         self.legacy_changelog = line == (1, 14)
@@ -414,8 +337,8 @@ class _MetadataParser:
             master_state_count=num_master,
             trailer_bytes=trailer_bytes,
             body_end=body_end,
-            total_bytes=r.n,
-            unparsed_bytes=r.n - r.pos,
+            total_bytes=r.end,
+            unparsed_bytes=r.end - r.pos,
             master_state_names=master_names,
             trailer_class=trailer_class,
             checkpoint_properties=props,
@@ -432,7 +355,7 @@ class _MetadataParser:
         if num <= 0:
             raise MetadataError("found zero or negative length for master state bytes", at)
         r.need(num, "master state bytes")
-        inner = _Reader(r.data[: r.pos + num], r.pos)
+        inner = MetadataReader(r.data, r.pos, r.pos + num)
         inner.i32("master state version")
         name = inner.utf("master state name")
         inner.skip(inner.count("master state payload length"), "master state payload")
@@ -478,7 +401,7 @@ class _MetadataParser:
                 raise MetadataError("Coordinator State should be null for fully finished operator state", at)
             fully_finished = True
         else:
-            if num_subtasks > r.n - r.pos:
+            if num_subtasks > r.end - r.pos:
                 raise MetadataError(f"truncated file: {num_subtasks} subtask states cannot fit", at)
             for _ in range(num_subtasks):
                 at = r.pos
@@ -548,7 +471,7 @@ class _MetadataParser:
             for kind, is_input in (("input_channel", True), ("output_channel", False)):
                 # deserializeCollection: new ArrayList<>() then 'for i < size': negative = empty
                 n = r.i32(kind + " state count")
-                if n > r.n - r.pos:
+                if n > r.end - r.pos:
                     raise MetadataError(f"truncated file: {kind} state count {n} cannot fit", r.pos - 4)
                 for _ in range(max(n, 0)):
                     h = self._channel_handle(is_input)
@@ -922,7 +845,7 @@ class _JavaStream:
     know its byte extent; field values of primitive and String/enum type are decoded.
     """
 
-    def __init__(self, r: _Reader) -> None:
+    def __init__(self, r: MetadataReader) -> None:
         self.r = r
         self.handles: list[object] = []
         self.depth = 0
@@ -998,7 +921,7 @@ class _JavaStream:
             r.skip(n, "block data")
             return {"block": n}
         if tc == TC_RESET:
-            while r.pos < r.n and r.data[r.pos] == TC_RESET:
+            while r.pos < r.end and r.data[r.pos] == TC_RESET:
                 r.pos += 1
             self.handles.clear()
             return self.content()
@@ -1126,7 +1049,7 @@ class _JavaStream:
 
 def read_java_serialized_object(data: bytes, offset: int) -> tuple[object, int]:
     """Read one ``ObjectOutputStream`` stream (header + one object) at ``offset``; return it and its end."""
-    r = _Reader(data, offset)
+    r = MetadataReader(data, offset)
     at = r.pos
     magic = r.u16("Java serialization magic")
     version = r.u16("Java serialization version")
