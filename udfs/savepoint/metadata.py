@@ -27,6 +27,14 @@ from dataclasses import dataclass, field
 
 from udfs.savepoint import binary
 from udfs.savepoint.binary import Reader, SavepointReadError, Utf8Fault
+from udfs.savepoint.java_objects import (
+    PRIMITIVE_SIZES,
+    SC_ENUM,
+    SC_EXTERNALIZABLE,
+    SC_SERIALIZABLE,
+    JClassDesc,
+    ObjectStreamWalker,
+)
 
 HEADER_MAGIC = 0x4960672D
 MASTER_STATE_MAGIC = 0xC96B1696
@@ -784,25 +792,6 @@ def parse_metadata(data: bytes, flink_line: str | None = None) -> SavepointMetad
 #  Java object serialization (the V4+ trailer: ObjectOutputStream.writeObject(CheckpointProperties))
 # ---------------------------------------------------------------------------------------------
 
-_STREAM_MAGIC = 0xACED
-_STREAM_VERSION = 5
-TC_NULL, TC_REFERENCE, TC_CLASSDESC, TC_OBJECT, TC_STRING, TC_ARRAY, TC_CLASS = range(0x70, 0x77)
-TC_BLOCKDATA, TC_ENDBLOCKDATA, TC_RESET, TC_BLOCKDATALONG, TC_EXCEPTION, TC_LONGSTRING = range(0x77, 0x7D)
-TC_PROXYCLASSDESC, TC_ENUM = 0x7D, 0x7E
-_BASE_HANDLE = 0x7E0000
-SC_WRITE_METHOD, SC_SERIALIZABLE, SC_EXTERNALIZABLE, SC_BLOCK_DATA, SC_ENUM = 0x01, 0x02, 0x04, 0x08, 0x10
-_PRIM_SIZES = {"B": 1, "C": 2, "D": 8, "F": 4, "I": 4, "J": 8, "S": 2, "Z": 1}
-
-
-@dataclass
-class _ClassDesc:
-    name: str
-    flags: int
-    fields: list[tuple[str, str]]  # (typecode, name)
-    superclass: _ClassDesc | None
-    suid: int = 0
-
-
 # What ObjectInputStream can resolve for CheckpointProperties in Flink 1.16 - 2.3 (the classes and
 # enum constants of CheckpointProperties, CheckpointType, SavepointType, SnapshotType and
 # SavepointFormatType in those releases). Anything else is a ClassNotFoundException /
@@ -828,236 +817,113 @@ TRAILER_CLASSES = frozenset(
 
 
 CHECKPOINT_PROPERTIES_SUID = 2  # declared in CheckpointProperties of every release writing a trailer
+_CLASS_HIERARCHY_TOO_DEEP = "Java serialization: class hierarchy nested too deeply"
 
 
-def _resolve(desc: _ClassDesc | None, at: int) -> None:
-    """ObjectInputStream resolves the class of every object and enum it builds (not of unused supers)."""
-    if desc is None:
-        raise MetadataError("Java serialization: object without a class descriptor", at)
-    if desc.name not in TRAILER_CLASSES:
-        raise MetadataError(f"class {desc.name} cannot be resolved (ClassNotFoundException in Flink)", at)
+class CheckpointPropertiesWalker(ObjectStreamWalker):
+    """The trailer of formats 4+ as Flink's ``ObjectInputStream`` accepts it, built as plain values.
 
-
-class _JavaStream:
-    """Just enough of the Java serialization grammar (JOSS, protocol 2) to walk one object graph.
-
-    Used to verify that the V4+ trailer is exactly one serialized CheckpointProperties and to
-    know its byte extent; field values of primitive and String/enum type are decoded.
+    Values: an object is ``{"class": name, "fields": {...}}``, an enum constant ``{"enum": name,
+    "class": name}``, an array ``{"array": name, "length": n}`` (primitives) or ``{"array": name,
+    "items": [...]}``, a ``Class`` ``{"class_of": name}`` (its handle refers to the descriptor),
+    block data ``{"block": length}``; char, short and floating-point fields are skipped (None).
+    Checks: every object's and enum's class must be one Flink resolves (:data:`TRAILER_CLASSES`),
+    enum constants must exist (:data:`TRAILER_ENUMS`), enum descriptors have serialVersionUID 0
+    and CheckpointProperties its declared one. Nesting counts nested items, class descriptors and
+    proxy superclasses on a limit of :data:`MAX_HANDLE_NESTING`; counts are checked against one
+    byte per item; handles enter the table late (``late_handles``); the handle table and a class
+    hierarchy are bounded only by the bytes (a hierarchy longer than the stream is a cycle).
     """
 
+    NESTING = {
+        "nested": "Java serialization: objects nested too deeply",
+        "class": _CLASS_HIERARCHY_TOO_DEEP,
+        "proxy superclass": _CLASS_HIERARCHY_TOO_DEEP,
+    }
+    FIELD_VALUES = {
+        **ObjectStreamWalker.FIELD_VALUES,
+        **{c: (lambda r, n=PRIMITIVE_SIZES[c]: r.skip(n, "primitive field")) for c in "CSFD"},
+    }
+    HEADER_ERROR = "expected a Java serialization stream (ACED0005) for the checkpoint properties, found {found}"
+    PROTOCOL_1_ERROR = "Java serialization: externalizable without block data"
+    WRITER_FAILED_ERROR = None
+    max_handles = None
+    sized_array_counts = False
+    field_min_bytes = 0
+    serializable_only = False
+    late_handles = True
+
     def __init__(self, r: MetadataReader) -> None:
-        self.r = r
-        self.handles: list[object] = []
-        self.depth = 0
+        super().__init__(r)
+        self.max_class_chain = len(r.data)
 
-    def content(self) -> object:
-        r = self.r
-        at = r.pos
-        tc = r.u8("serialization type code")
-        if tc in (TC_NULL, TC_REFERENCE):
-            return self._null_or_earlier(tc, at)
-        if tc in (TC_STRING, TC_LONGSTRING):
-            s = self._string_body(tc)
-            self.handles.append(s)
-            return s
-        if tc in (TC_CLASSDESC, TC_PROXYCLASSDESC):
-            r.pos = at
-            return self.class_desc()
-        if tc == TC_CLASS:
-            desc = self.class_desc()
-            self.handles.append(desc)
-            return {"class_of": desc.name if desc else None}
-        if tc == TC_ENUM:
-            desc = self.class_desc()
-            slot = len(self.handles)
-            self.handles.append(None)
-            at_name = r.pos
-            name = self.content()
-            _resolve(desc, at)
-            known = TRAILER_ENUMS.get(desc.name)
-            if known is not None and name not in known:
-                raise MetadataError(f"enum constant {name} does not exist in class {desc.name}", at_name)
-            value = {"enum": name, "class": desc.name if desc else None}
-            self.handles[slot] = value
-            return value
-        if tc == TC_ARRAY:
-            desc = self.class_desc()
-            slot = len(self.handles)
-            self.handles.append(None)
-            n = r.count("array length", 1)
-            elem = desc.name[1:2] if desc else "L"
-            if elem in _PRIM_SIZES:
-                r.skip(n * _PRIM_SIZES[elem], "array elements")
-                value = {"array": desc.name if desc else None, "length": n}
-            else:
-                value = {"array": desc.name if desc else None, "items": [self.nested() for _ in range(n)]}
-            self.handles[slot] = value
-            return value
-        if tc == TC_OBJECT:
-            desc = self.class_desc()
-            _resolve(desc, at)
-            slot = len(self.handles)
-            obj: dict = {"class": desc.name if desc else None, "fields": {}}
-            self.handles.append(obj)
-            chain = []
-            d = desc
-            while d is not None:
-                chain.append(d)
-                d = d.superclass
-            for d in reversed(chain):
-                if d.flags & SC_EXTERNALIZABLE:
-                    if not d.flags & SC_BLOCK_DATA:
-                        raise MetadataError("Java serialization: externalizable without block data", r.pos)
-                    self.annotation()
-                    continue
-                for code, fname in d.fields:
-                    obj["fields"][fname] = self.field_value(code)
-                if d.flags & SC_WRITE_METHOD:
-                    self.annotation()
-            self.handles[slot] = obj
-            return obj
-        if tc in (TC_BLOCKDATA, TC_BLOCKDATALONG):
-            n = r.u8("block length") if tc == TC_BLOCKDATA else r.count("block length")
-            r.skip(n, "block data")
-            return {"block": n}
-        if tc == TC_RESET:
-            while r.pos < r.end and r.data[r.pos] == TC_RESET:
-                r.pos += 1
-            self.handles.clear()
-            return self.content()
-        raise MetadataError(f"Java serialization: unexpected type code 0x{tc:02x}", at)
+    def enter(self, point: str, at: int) -> bool:
+        message = self.NESTING.get(point)
+        if message is None:
+            return False
+        self.r.depth += 1
+        if self.r.depth > MAX_HANDLE_NESTING:
+            raise MetadataError(message, at)
+        return True
 
-    def _null_or_earlier(self, tc: int, at: int, class_desc: bool = False) -> object:
-        """TC_NULL or TC_REFERENCE, read where an object or (``class_desc``) a class descriptor
-        stands: None, or what an earlier handle points at (ObjectInputStream.readNull and
-        readHandle, the same in both places; a handle to nothing, or to anything but a class
-        descriptor where one must stand, is refused)."""
-        if tc == TC_NULL:
-            return None
-        h = self.r.i32("handle") - _BASE_HANDLE
-        if class_desc and not (0 <= h < len(self.handles) and isinstance(self.handles[h], _ClassDesc)):
-            raise MetadataError("Java serialization: back reference is not a class descriptor", at)
-        if not 0 <= h < len(self.handles):
-            raise MetadataError(f"Java serialization: invalid back reference {h + _BASE_HANDLE:#x}", at)
-        return self.handles[h]
+    def _resolve(self, desc: JClassDesc | None, at: int) -> JClassDesc:
+        """ObjectInputStream resolves the class of every object and enum it builds (not of unused supers)."""
+        if desc is None:
+            raise MetadataError("Java serialization: object without a class descriptor", at)
+        if desc.name not in TRAILER_CLASSES:
+            raise MetadataError(f"class {desc.name} cannot be resolved (ClassNotFoundException in Flink)", at)
+        return desc
 
-    def nested(self) -> object:
-        self.depth += 1
-        if self.depth > MAX_HANDLE_NESTING:
-            raise MetadataError("Java serialization: objects nested too deeply", self.r.pos)
-        try:
-            return self.content()
-        finally:
-            self.depth -= 1
+    def new_object(self, desc: JClassDesc | None, at: int) -> tuple[object, dict[str, object], list[object]]:
+        fields: dict[str, object] = {}
+        return {"class": self._resolve(desc, at).name, "fields": fields}, fields, []
 
-    def _string_body(self, tc: int) -> str:
-        r = self.r
-        if tc == TC_STRING:
-            return r.utf("serialized string")
-        start = r.pos
-        n = r.i64("long string length")
-        if n < 0:
-            raise MetadataError("Java serialization: negative string length", start)
-        r.need(n, "long string")
-        s = decode_modified_utf8(r.data[r.pos : r.pos + n], r.pos)
-        r.pos += n
-        return s
+    def new_enum(self, desc: JClassDesc | None, name: object, at: int, at_name: int) -> object:
+        desc = self._resolve(desc, at)
+        known = TRAILER_ENUMS.get(desc.name)
+        if known is not None and name not in known:
+            raise MetadataError(f"enum constant {name} does not exist in class {desc.name}", at_name)
+        return {"enum": name, "class": desc.name}
 
-    def class_desc(self) -> _ClassDesc | None:
-        r = self.r
-        at = r.pos
-        tc = r.u8("class descriptor type code")
-        if tc in (TC_NULL, TC_REFERENCE):
-            return self._null_or_earlier(tc, at, class_desc=True)  # type: ignore[return-value]
-        if tc == TC_PROXYCLASSDESC:
-            slot = len(self.handles)
-            self.handles.append(None)
-            for _ in range(r.count("proxy interface count", 2)):
-                r.utf("proxy interface name")
-            self.annotation()
-            desc = _ClassDesc("<proxy>", SC_SERIALIZABLE, [], None)
-            self.handles[slot] = desc
-            self.depth += 1
-            if self.depth > MAX_HANDLE_NESTING:
-                raise MetadataError("Java serialization: class hierarchy nested too deeply", at)
-            try:
-                desc.superclass = self.class_desc()
-            finally:
-                self.depth -= 1
-            return desc
-        if tc != TC_CLASSDESC:
-            raise MetadataError(f"Java serialization: expected a class descriptor, got 0x{tc:02x}", at)
-        self.depth += 1
-        if self.depth > MAX_HANDLE_NESTING:
-            raise MetadataError("Java serialization: class hierarchy nested too deeply", at)
-        try:
-            return self._class_desc_body()
-        finally:
-            self.depth -= 1
+    def new_array(self, desc: JClassDesc | None, at: int) -> object:
+        return {"array": desc.name if desc else None}
 
-    def _class_desc_body(self) -> _ClassDesc:
-        r = self.r
-        name = r.utf("class name")
-        desc = _ClassDesc(name, 0, [], None, r.i64("serialVersionUID"))
-        self.handles.append(desc)
-        at_flags = r.pos
-        desc.flags = r.u8("class flags")
+    def fill_array(self, array: dict, length: int, items: list[object] | None) -> None:  # type: ignore[override]
+        if items is None:
+            array["length"] = length
+        else:
+            array["items"] = items
+
+    def new_class(self, desc: JClassDesc | None) -> tuple[object, object]:
+        return {"class_of": desc.name if desc else None}, desc
+
+    def new_block(self, data: bytes) -> object:
+        return {"block": len(data)}
+
+    def check_class(self, desc: JClassDesc, at_flags: int) -> None:
+        """ObjectStreamClass's checks, worded as Java's InvalidClassException ("name; reason")."""
+        name = desc.name
         if desc.flags & SC_SERIALIZABLE and desc.flags & SC_EXTERNALIZABLE:
             raise MetadataError(f"{name}; serializable and externalizable flags conflict", at_flags)
         if desc.flags & SC_ENUM and desc.suid != 0:
             raise MetadataError(f"{name}; enum descriptor has non-zero serialVersionUID: {desc.suid}", at_flags)
         if name == CHECKPOINT_PROPERTIES_CLASS and desc.suid != CHECKPOINT_PROPERTIES_SUID:
             raise MetadataError(f"{name}; local class incompatible: stream serialVersionUID {desc.suid}", at_flags)
-        for _ in range(r.u16("field count")):
-            at_code = r.pos
-            code = chr(r.u8("field type code"))
-            fname = r.utf("field name")
-            if code in "L[":
-                self.nested()  # the field's type name: a String or a back reference
-            elif code not in _PRIM_SIZES:
-                raise MetadataError(f"Java serialization: unknown field type code {code!r}", at_code)
-            desc.fields.append((code, fname))
-        self.annotation()
-        desc.superclass = self.class_desc()
-        return desc
 
-    def annotation(self) -> None:
-        """Class / object annotations: contents up to TC_ENDBLOCKDATA."""
-        r = self.r
-        while True:
-            r.need(1, "annotation")
-            if r.data[r.pos] == TC_ENDBLOCKDATA:
-                r.pos += 1
-                return
-            self.nested()
+    def check_field_type(self, type_name: object, at: int) -> None:
+        return None
 
-    def field_value(self, code: str) -> object:
-        r = self.r
-        if code == "Z":
-            return r.boolean("boolean field")
-        if code == "B":
-            return r.i8("byte field")
-        if code == "I":
-            return r.i32("int field")
-        if code == "J":
-            return r.i64("long field")
-        if code in _PRIM_SIZES:
-            r.skip(_PRIM_SIZES[code], "primitive field")
-            return None
-        return self.nested()
+    def invalid_reference_error(self, handle: int, class_desc: bool) -> str:
+        if class_desc:
+            return "Java serialization: back reference is not a class descriptor"
+        return super().invalid_reference_error(handle, class_desc)
+
+    def long_string_length_error(self, n: int, at: int) -> MetadataError:
+        return MetadataError("Java serialization: negative string length", at + 1)
 
 
 def read_java_serialized_object(data: bytes, offset: int) -> tuple[object, int]:
     """Read one ``ObjectOutputStream`` stream (header + one object) at ``offset``; return it and its end."""
     r = MetadataReader(data, offset)
-    at = r.pos
-    magic = r.u16("Java serialization magic")
-    version = r.u16("Java serialization version")
-    if magic != _STREAM_MAGIC or version != _STREAM_VERSION:
-        raise MetadataError(
-            f"expected a Java serialization stream (ACED0005) for the checkpoint properties, "
-            f"found {magic:04X}{version:04X}",
-            at,
-        )
-    obj = _JavaStream(r).content()
+    obj = CheckpointPropertiesWalker(r).read("Java serialization")
     return obj, r.pos
