@@ -5,9 +5,11 @@ into a throwaway package) and compares them with the working tree's readers on t
 
 * ``parse_metadata(data, flink_line)`` for every real ``_metadata`` file (the restore sets'
   ``*.tar.gz`` of tests/golden/restore and /work/shared/vectors/restore, and the ``_metadata``
-  inside each /work/shared/vectors/statetypes/*/*.savepoint.tar.gz) and ``--mutations`` seeded
-  mutants of them (truncations, bit flips, byte changes, insertions, deletions, chunks spliced
-  from another file), each with every ``--lines`` value;
+  inside each /work/shared/vectors/statetypes/*/*.savepoint.tar.gz), the files built after
+  Flink's writers (tests/savepoints/synthetic) and rewritten by Flink (tests/savepoints/
+  reserialized), and ``--mutations`` seeded mutants of them (truncations, bit flips, byte
+  changes, insertions, deletions, chunks spliced from another file), each with every
+  ``--lines`` value;
 * ``read_object_stream`` (the serializer snapshots' Java-object walker) on every embedded
   ``ObjectOutputStream`` stream of the statetypes state files and every ``_metadata`` trailer,
   and ``--object-mutations`` mutants of them, on complete and partial readers;
@@ -52,6 +54,10 @@ ARCHIVES = (
     "/work/shared/vectors/restore/*.tar.gz",
     "/work/shared/vectors/statetypes/*/*.savepoint.tar.gz",
 )
+# Files built after Flink's writers for the layouts no real file has (format 2, the 1.11 / 1.14
+# layouts, changelog, channel state, file merging) and real files rewritten by Flink as formats 3 and 5.
+BUILT = (str(ROOT / "tests" / "savepoints" / "synthetic" / "*" / "_metadata"),)
+REWRITTEN = (str(ROOT / "tests" / "savepoints" / "reserialized" / "*.tar.gz"),)
 LINES = (None, "1.11", "1.14.6", "1.15", "1.20", "2.0", "2.3")
 STREAM_HEADER = b"\xac\xed\x00\x05"
 
@@ -81,10 +87,11 @@ def load_base(rev: str, tmp: Path) -> tuple[object, object, object]:
     return tuple(importlib.import_module(f"base_savepoint.{n}") for n in ("binary", "java_objects", "metadata"))
 
 
-def real_files() -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
-    """(name, bytes) of every real ``_metadata`` file, and of every other file of the statetypes savepoints."""
+def real_files(archives: tuple[str, ...]) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+    """(name, bytes) of every ``_metadata`` file in the archives, and of every other file (the
+    statetypes savepoints' state files)."""
     metas, others = [], []
-    for pattern in ARCHIVES:
+    for pattern in archives:
         for path in sorted(glob.glob(pattern)):
             with tarfile.open(path) as tar:
                 for m in tar.getmembers():
@@ -200,11 +207,11 @@ def compare_metadata(base_md: object, files: list[tuple[str, bytes]], args: argp
         for line in args.lines:
             old = outcome(args.seconds, base_md.parse_metadata, data, line)
             new = outcome(args.seconds, metadata.parse_metadata, data, line)
-            kind = "real" if n < len(pool) else "mutant"
+            kind = "file" if n < len(pool) else "mutant"
             tally(stats, kind, old, new, data, f"input {n}, line {line}")
         if n and n % 20000 == 0:
             print(f"  {n} inputs, {time.time() - started:.0f} s, {stats['DIFFERENT']} different", flush=True)
-    print(f"_metadata: {len(pool)} real files + {args.mutations} mutants, x {len(args.lines)} reading releases")
+    print(f"_metadata: {len(pool)} files + {args.mutations} mutants, x {len(args.lines)} reading releases")
     for key, count in sorted(stats.items()):
         print(f"  {key}: {count}")
 
@@ -496,8 +503,12 @@ def main() -> None:
     sys.setrecursionlimit(1000)
     with tempfile.TemporaryDirectory() as tmp:
         base_bin, base_jo, base_md = load_base(args.base, Path(tmp))
-        metas, others = real_files()
-        compare_metadata(base_md, metas, args)
+        metas, others = real_files(ARCHIVES)
+        extra = real_files(REWRITTEN)[0] + [
+            (path, Path(path).read_bytes()) for b in BUILT for path in sorted(glob.glob(b))
+        ]
+        print(f"{len(metas)} real _metadata files, {len(extra)} more built or rewritten by Flink")
+        compare_metadata(base_md, metas + extra, args)
         compare_objects(base_bin, base_jo, embedded_streams(others, metas), args)
         compare_grammar(base_bin, base_jo, base_md, args)
 
