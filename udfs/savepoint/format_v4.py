@@ -53,16 +53,25 @@ _CLASS_HIERARCHY_TOO_DEEP = "Java serialization: class hierarchy nested too deep
 class CheckpointPropertiesWalker(ObjectStreamWalker):
     """The trailer of formats 4+ as Flink's ``ObjectInputStream`` accepts it, built as plain values.
 
-    Values: an object is ``{"class": name, "fields": {...}}``, an enum constant ``{"enum": name,
-    "class": name}``, an array ``{"array": name, "length": n}`` (primitives) or ``{"array": name,
-    "items": [...]}``, a ``Class`` ``{"class_of": name}`` (its handle refers to the descriptor),
-    block data ``{"block": length}``; char, short and floating-point fields are skipped (None).
-    Checks: every object's and enum's class must be one Flink resolves (:data:`TRAILER_CLASSES`),
-    enum constants must exist (:data:`TRAILER_ENUMS`), enum descriptors have serialVersionUID 0
-    and CheckpointProperties its declared one. Nesting counts nested items, class descriptors and
-    proxy superclasses on a limit of :data:`MAX_HANDLE_NESTING`; counts are checked against one
-    byte per item; handles enter the table late (``late_handles``); the handle table and a class
-    hierarchy are bounded only by the bytes (a hierarchy longer than the stream is a cycle).
+    What it changes in the walk of :class:`ObjectStreamWalker`:
+
+    * values: an object is ``{"class": name, "fields": {...}}``, an enum constant ``{"enum":
+      name, "class": name}``, an array ``{"array": name, "length": n}`` (primitives) or
+      ``{"array": name, "items": [...]}``, a ``Class`` ``{"class_of": name}`` (its handle
+      refers to the descriptor), block data ``{"block": length}``; char, short and
+      floating-point fields are skipped (None), and every class of a hierarchy gives its
+      fields, flagged serializable or not;
+    * checks: the class of every object and enum must be one Flink resolves
+      (:data:`TRAILER_CLASSES`), enum constants must exist (:data:`TRAILER_ENUMS`), enum
+      descriptors have serialVersionUID 0 and CheckpointProperties its declared one
+      (:meth:`check_class`, in the wording of Java's ``InvalidClassException``); a field's
+      type signature may be any item; TC_EXCEPTION is an unexpected type code;
+    * limits: nested items, class descriptors and proxy superclasses count towards
+      :data:`MAX_HANDLE_NESTING`; an array's length is checked against one byte per element
+      and a descriptor's field count against nothing (the reads after them fail instead); the
+      handle table has no limit but the bytes, and a class hierarchy none but the stream's
+      length (a longer one is a cycle); arrays, proxies and objects enter the handle table
+      late (``late_handles``).
     """
 
     NESTING = {
