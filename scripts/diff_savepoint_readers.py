@@ -110,12 +110,11 @@ def canonical(value: object) -> str:
     """One string for a result, equal for equal results of either revision.
 
     The trailer's class descriptors (only in corrupted trailers, as field values) were
-    ``_ClassDesc`` and are now ``java_objects.JClassDesc`` with the same fields: the names are
-    mapped, and the ``suid`` that JClassDesc also shows in the snapshots' walks is dropped."""
+    ``_ClassDesc`` and are now ``java_objects.JClassDesc`` with the same fields, suid included:
+    the names are mapped."""
     if dataclasses.is_dataclass(value) and hasattr(value, "tags_seen"):
         value = dataclasses.replace(value, tags_seen=sorted(value.tags_seen))  # type: ignore[arg-type]
-    text = repr(value).replace("_ClassDesc(", "JClassDesc(")
-    return re.sub(r", suid=-?\d+\)", ")", text)
+    return repr(value).replace("_ClassDesc(", "JClassDesc(")
 
 
 def outcome(seconds: float, call: Callable[..., object], *args: object) -> tuple:
@@ -231,8 +230,10 @@ def embedded_streams(files: list[tuple[str, bytes]], metas: list[tuple[str, byte
     return found
 
 
-def read_objects(binary_module: object, objects_module: object, data: bytes, complete: bool) -> object:
-    return objects_module.read_object_stream(binary_module.Reader(data, complete=complete))
+def read_objects(binary_module: object, objects_module: object, data: bytes, complete: bool) -> str:
+    """``read_object_stream``'s value as text, without the ``suid`` JClassDesc has gained."""
+    value = objects_module.read_object_stream(binary_module.Reader(data, complete=complete))
+    return re.sub(r", suid=-?\d+\)", ")", repr(value))
 
 
 def compare_objects(base_bin: object, base_jo: object, pool: list[bytes], args: argparse.Namespace) -> None:
