@@ -1,11 +1,15 @@
-"""Java ``DataInputView`` over bytes, for the state-meta readers (pure Python, no JVM).
+"""Java ``DataInputView`` over bytes, for every reader of this package (pure Python, no JVM).
 
-Flink writes every proxy and serializer snapshot with ``DataOutputStream`` semantics
-(big-endian ints, ``writeUTF`` strings in modified UTF-8) and almost nothing carries an outer
-length, so a reader must walk every field. Two things this reader adds to a plain cursor:
+Flink writes ``_metadata`` files, state proxies and serializer snapshots with
+``DataOutputStream`` semantics (big-endian ints, ``writeUTF`` strings in modified UTF-8) and
+almost nothing carries an outer length, so a reader must walk every field. What this reader
+adds to a plain cursor:
 
-* one error class, :class:`StateMetaError`, for every short or malformed read, with the byte
-  offset, so callers never see ``struct.error``, ``IndexError`` or ``UnicodeDecodeError``;
+* one error base, :class:`SavepointReadError` (message and byte offset), for every short or
+  malformed read, so callers never see ``struct.error``, ``IndexError`` or
+  ``UnicodeDecodeError``. :class:`Reader` raises :class:`StateMetaError`; a reader of another
+  file kind subclasses it and overrides the ``*_error`` methods to raise its own error class
+  with its own wording (the ``_metadata`` reader's ``MetadataError``);
 * the knowledge whether the bytes are the whole stream or only its first chunk (``complete``):
   the proxies are read from the head of state files without reading the whole file, and a
   read that runs past a partial chunk raises with ``truncated=True`` and ``need_more=True`` so
@@ -18,6 +22,8 @@ or looped over, so a bit-flipped count fails fast instead of hanging or allocati
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import NamedTuple
 
 _I16 = struct.Struct(">h")
 _U16 = struct.Struct(">H")
@@ -27,26 +33,59 @@ _I64 = struct.Struct(">q")
 MAX_NESTING = 48  # serializer snapshots nest (POJO in List in Map ...); Flink has only the stack
 
 
-class StateMetaError(ValueError):
+class SavepointReadError(ValueError):
+    """Bytes of a savepoint that Flink could not read either; ``offset`` is where reading stopped.
+
+    The one base of the package's errors: ``str()`` is the message followed by ``(at byte N)``,
+    and ``message`` / ``offset`` are kept apart for callers that report them separately."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"{message} (at byte {offset})")
+        self.message = message
+        self.offset = offset
+
+
+class StateMetaError(SavepointReadError):
     """State meta bytes Flink could not read either (or not past this point); ``offset`` is where.
 
     ``truncated`` says the bytes ended early; ``need_more`` says they ended only because the
     reader was given the first part of a longer stream (read more and retry)."""
 
     def __init__(self, message: str, offset: int, truncated: bool = False, need_more: bool = False) -> None:
-        super().__init__(f"{message} (at byte {offset})")
-        self.message = message
-        self.offset = offset
+        super().__init__(message, offset)
         self.truncated = truncated
         self.need_more = need_more
 
 
-def decode_modified_utf8(raw: bytes, offset: int = 0) -> str:
+class Utf8Fault(NamedTuple):
+    """Where a modified UTF-8 string first breaks, as indexes into the string's bytes.
+
+    ``kind``: ``lead`` (a 10xxxxxx or 1111xxxx lead byte), ``partial`` (the string ends inside
+    a character) or ``continuation`` (a byte after the lead is not 10xxxxxx); ``lead`` is the
+    character's first byte and ``last`` its last (the lead itself for ``lead``)."""
+
+    kind: str
+    lead: int
+    last: int
+
+
+def state_meta_utf8_error(fault: Utf8Fault, offset: int) -> SavepointReadError:
+    """The state-meta readers name the character's first byte, whatever broke it."""
+    return StateMetaError(f"malformed modified UTF-8 around byte {fault.lead} of the string", offset + fault.lead)
+
+
+def decode_modified_utf8(
+    raw: bytes,
+    offset: int = 0,
+    error: Callable[[Utf8Fault, int], SavepointReadError] = state_meta_utf8_error,
+) -> str:
     """``DataInput.readUTF``'s body: modified UTF-8 (NUL as C0 80, non-BMP as surrogate pairs).
 
     Like Java: 1/2/3-byte patterns decode to one UTF-16 unit each, without overlong checks;
-    a 10xxxxxx or 1111xxxx lead byte, or a missing continuation byte, is malformed. Kept here
-    (not shared with the ``_metadata`` reader) so this package stands on its own."""
+    surrogate pairs are joined and a lone surrogate stays one (a Python str can hold it, as a
+    Java String does). A 10xxxxxx or 1111xxxx lead byte, a string ending inside a character or
+    a missing continuation byte raises ``error(fault, offset)`` (``offset`` = where ``raw``
+    starts in its file): each reader words and places the fault its own way."""
     if raw.isascii():
         return raw.decode("ascii")
     units: list[int] = []
@@ -59,8 +98,12 @@ def decode_modified_utf8(raw: bytes, offset: int = 0) -> str:
             i += 1
             continue
         width = 2 if top in (12, 13) else 3 if top == 14 else 0
-        if width == 0 or i + width > n or any(raw[i + j] & 0xC0 != 0x80 for j in range(1, width)):
-            raise StateMetaError(f"malformed modified UTF-8 around byte {i} of the string", offset + i)
+        if width == 0:
+            raise error(Utf8Fault("lead", i, i), offset)
+        if i + width > n:
+            raise error(Utf8Fault("partial", i, i), offset)
+        if any(raw[i + j] & 0xC0 != 0x80 for j in range(1, width)):
+            raise error(Utf8Fault("continuation", i, i + width - 1), offset)
         if width == 2:
             units.append(((c & 0x1F) << 6) | (raw[i + 1] & 0x3F))
         else:
@@ -85,20 +128,36 @@ class Reader:
     def left(self) -> int:
         return self.end - self.pos
 
-    def fail(self, message: str, at: int | None = None) -> StateMetaError:
+    def fail(self, message: str, at: int | None = None) -> SavepointReadError:
+        """The error of this reader's kind for ``message`` at ``at`` (default: the position)."""
         return StateMetaError(message, self.pos if at is None else at)
 
-    def need(self, k: int, what: str) -> None:
+    def short_read_error(self, k: int, what: str) -> SavepointReadError:
+        """``need(k)`` failed: ``k`` negative, or more than the bytes left."""
         if k < 0:
-            raise StateMetaError(f"negative length {k} for {what}", self.pos)
-        if self.pos + k > self.end:
-            more = not self.complete and self.end >= len(self.data)
-            raise StateMetaError(
-                f"truncated: {what} needs {k} bytes, {self.end - self.pos} left",
-                self.pos,
-                truncated=True,
-                need_more=more,
-            )
+            return StateMetaError(f"negative length {k} for {what}", self.pos)
+        more = not self.complete and self.end >= len(self.data)
+        return StateMetaError(
+            f"truncated: {what} needs {k} bytes, {self.end - self.pos} left",
+            self.pos,
+            truncated=True,
+            need_more=more,
+        )
+
+    def count_error(self, what: str, k: int, at: int) -> SavepointReadError:
+        """A count (read at ``at``) whose items cannot fit in the bytes left."""
+        more = not self.complete and self.end >= len(self.data)
+        return StateMetaError(
+            f"{what} {k} cannot fit in the {self.end - self.pos} bytes left", at, truncated=True, need_more=more
+        )
+
+    def utf8_error(self, fault: Utf8Fault, offset: int) -> SavepointReadError:
+        """A malformed modified UTF-8 string whose bytes start at ``offset``."""
+        return state_meta_utf8_error(fault, offset)
+
+    def need(self, k: int, what: str) -> None:
+        if k < 0 or self.pos + k > self.end:
+            raise self.short_read_error(k, what)
 
     def _num(self, layout: struct.Struct, what: str) -> int:
         self.need(layout.size, what)
@@ -143,9 +202,12 @@ class Reader:
 
     def utf(self, what: str = "string") -> str:
         """``DataInput.readUTF``: an unsigned short length, then modified UTF-8."""
+        return self.modified_utf8(self.u16(what + " length"), what)
+
+    def modified_utf8(self, n: int, what: str) -> str:
+        """The next ``n`` bytes as modified UTF-8 (the body of ``readUTF`` and of long strings)."""
         start = self.pos
-        n = self.u16(what + " length")
-        return decode_modified_utf8(self.take(n, what), start + 2)
+        return decode_modified_utf8(self.take(n, what), start, self.utf8_error)
 
     def count(self, what: str, item_min_bytes: int = 1, value: int | None = None) -> int:
         """An element count (int unless ``value`` was read already) that must fit in the bytes left.
@@ -155,12 +217,9 @@ class Reader:
         at = self.pos
         k = self.i32(what) if value is None else value
         if k < 0:
-            raise StateMetaError(f"negative {what}: {k}", at)
+            raise self.fail(f"negative {what}: {k}", at)
         if k * item_min_bytes > self.end - self.pos:
-            more = not self.complete and self.end >= len(self.data)
-            raise StateMetaError(
-                f"{what} {k} cannot fit in the {self.end - self.pos} bytes left", at, truncated=True, need_more=more
-            )
+            raise self.count_error(what, k, at)
         return k
 
     def flink_string(self, what: str = "string") -> str:
@@ -177,7 +236,7 @@ class Reader:
             while True:
                 cur = self.u8(what)
                 if shift > 28:
-                    raise StateMetaError(f"malformed variable-length number in {what}", at)
+                    raise self.fail(f"malformed variable-length number in {what}", at)
                 if cur < 0x80:
                     return v | (cur << shift)
                 v |= (cur & 0x7F) << shift
@@ -185,7 +244,7 @@ class Reader:
 
         n = varint()
         if n == 0:
-            raise StateMetaError(f"{what} is null", at)
+            raise self.fail(f"{what} is null", at)
         n -= 1
         if n > self.end - self.pos:  # each char takes at least one byte
             self.need(n, what)
@@ -196,7 +255,7 @@ class Reader:
         """One level deeper in nested snapshots or objects (refused past ``MAX_NESTING``)."""
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise StateMetaError(f"{what} nested deeper than {MAX_NESTING}", self.pos)
+            raise self.fail(f"{what} nested deeper than {MAX_NESTING}")
 
     def leave(self) -> None:
         self.depth -= 1
