@@ -39,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink", "udfs.restore", "udfs.savepoint"},
     "pipeline.compute": _PIPELINE_BASE | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
     "pipeline.restore": _PIPELINE_BASE
-    | {"pipeline.tables", "pipeline.compute", "udfs.flink", "udfs.restore", "udfs.savepoint", "udfs.spec"},
+    | {"pipeline.tables", "pipeline.compute", "pipeline.export"}
+    | {"udfs.flink", "udfs.restore", "udfs.savepoint", "udfs.spec"},
     "pipeline.render": _PIPELINE_BASE | {"pipeline.tables", "udfs.render"},
     "pipeline.export": _PIPELINE_BASE,
     "pipeline.cli": _PIPELINE_BASE
