@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import struct
 import time
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,41 @@ def test_trailer_with_a_cyclic_class_hierarchy_is_refused_quickly():
         metadata.read_java_serialized_object(stream, 0)
     assert e.value.offset == 4
     assert time.process_time() - start < 1.0
+
+
+def test_mutated_trailers_fail_only_as_metadata_errors():
+    """The V4+ trailer (a Java-serialized CheckpointProperties) mutated byte by byte: the reader
+    returns or raises MetadataError, never another exception (a corrupt trailer once raised
+    IndexError after a stream reset inside an object, and TypeError on an enum constant whose
+    'name' was a class descriptor)."""
+    import random
+    import tarfile
+
+    from udfs.savepoint.metadata import MetadataError, parse_metadata
+
+    root = Path(__file__).resolve().parent / "golden" / "restore"
+    blobs = []
+    for tar_path in sorted(root.glob("*-metadata.tar.gz")):
+        with tarfile.open(tar_path) as tar:
+            for m in tar.getmembers()[:6]:
+                f = tar.extractfile(m)
+                if f is not None:
+                    blobs.append(f.read())
+    rng = random.Random(4242)
+    tried = 0
+    for data in blobs:
+        meta = parse_metadata(data)
+        if meta.trailer_bytes == 0:
+            continue
+        start, end = meta.body_end, meta.body_end + meta.trailer_bytes
+        for _ in range(600):
+            buf = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                i = rng.randrange(start, end)
+                buf[i] = rng.choice((0x79, 0x7E, 0x71, 0x72, 0x73, 0x70, rng.randrange(256)))  # reset, enum, ref...
+            tried += 1
+            try:
+                parse_metadata(bytes(buf))
+            except MetadataError:
+                pass
+    assert tried > 1000

@@ -143,6 +143,7 @@ class ObjectStreamWalker:
     def __init__(self, r: Reader) -> None:
         self.r = r
         self.handles: list[object] = []
+        self._depth = 0  # content items open around the one being read
 
     def read(self, what: str) -> object:
         """The stream header (ACED 0005), then one content item; ``r`` moves past it."""
@@ -247,13 +248,19 @@ class ObjectStreamWalker:
 
     def nested(self) -> object:
         """A content item inside another: a field value, array element, annotation or field type."""
-        return self._within("nested", self.r.pos, self.content)
+        self._depth += 1
+        try:
+            return self._within("nested", self.r.pos, self.content)
+        finally:
+            self._depth -= 1
 
     def _content(self) -> object:
         r = self.r
         at = r.pos
         tc = r.u8("serialization type code")
         while tc == TC_RESET:
+            if self._depth:  # ObjectInputStream.handleReset: a reset inside an object is corrupt
+                raise self.r.fail(f"Java serialization: unexpected reset; recursion depth: {self._depth}", at)
             self.handles.clear()
             at = r.pos
             tc = r.u8("serialization type code")
@@ -276,7 +283,10 @@ class ObjectStreamWalker:
             desc = self.class_desc()
             slot = self._new_handle(None)
             at_name = r.pos
-            value = self.new_enum(desc, self.content(), at, at_name)
+            name = self.content()
+            if not isinstance(name, str):  # readString: the constant's name is a String or nothing
+                raise self.r.fail("Java serialization: enum constant name is not a string", at_name)
+            value = self.new_enum(desc, name, at, at_name)
             self.handles[slot] = value
             return value
         if tc == TC_ARRAY:
