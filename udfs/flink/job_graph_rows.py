@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from udfs.flink.chain_walk import ChainWalk, distribution_pattern
-from udfs.flink.graph_arrays import Columns, ranges
+from udfs.flink.graph_arrays import Columns, GraphArrays, ranges
 from udfs.flink.job_graph import (
     HYBRID_EXCHANGE_MODES,
     dynamic_vertex_parallelism,
@@ -50,6 +50,13 @@ class BatchLayout:
     node_end: np.ndarray
     edge_start: np.ndarray
     edge_end: np.ndarray
+
+    def graph(self, code: int) -> GraphArrays:
+        """The graph of code ``code``, its slices of the batch's columns (views, not copies)."""
+        a, b, c, d = self.node_start[code], self.node_end[code], self.edge_start[code], self.edge_end[code]
+        return GraphArrays.from_columns(
+            {k: v[a:b] for k, v in self.ncols.items()}, {k: v[c:d] for k, v in self.ecols.items()}
+        )
 
 
 def _span(first: np.ndarray, counts: np.ndarray, k: int) -> slice:
