@@ -1,14 +1,14 @@
 """Every per-graph step for a batch of graphs, with pandas at the batch level only.
 
-The fused pipeline (:mod:`pipeline.compute.stage`) hands one Arrow batch of graphs -- hundreds
+The per-graph stage (:mod:`pipeline.compute.stage`) hands one Arrow batch of graphs -- hundreds
 of them -- to :func:`compute_batch`. Work that is the same for every edge (the local
 chaining rules of :mod:`udfs.flink.chainability`) runs once over the whole batch, vectorised.
 So do the yielding rule and the hasher's supersteps (:mod:`udfs.flink.hashing`), over the
 batch as one graph of disjoint parts. Only the ``createChain`` walk (:mod:`udfs.flink.chain_walk`)
-runs per graph, on plain numpy arrays (:class:`GraphArrays`); the rows it leads to are built
-for the whole batch at once (:mod:`udfs.flink.job_graph_rows`). No pandas object is built per
-graph: for graphs of a hundred nodes its fixed cost per call was most of the time
-(bench/results/profile-*).
+runs per graph, on plain numpy arrays (:class:`udfs.flink.graph_arrays.GraphArrays`); the
+rows it leads to are built for the whole batch at once (:mod:`udfs.flink.job_graph_rows`).
+No pandas object is built per graph: on a graph of a hundred nodes its fixed cost per call
+outweighs the work (docs/performance.md).
 
 The rows come back by kind (``operator``, ``vertex``, ``job_edge``, ``chain_edge``,
 ``stats``, ``graph``, ``error``, ``timing``), each a dict of columns; the caller turns
@@ -39,9 +39,9 @@ EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner",
 
 # Seconds per step of the batch inside the Python worker, reported as ``timing`` rows (the
 # Spark stage that runs this is one stage, so its wall time alone would not say where the
-# time goes). perf_counter, not process_time: the latter is a system call here, and at two
-# calls per graph it cost more than some of the steps it timed. "rows out" is the batch's rows
-# turned into frames of the output schema (pipeline/compute/stage.py), the last step in the worker.
+# time goes). Wall seconds by perf_counter: process_time is a system call here, dear enough
+# to distort the steps it times (docs/performance.md). "rows out" is the batch's rows turned
+# into frames of the output schema (pipeline/compute/stage.py), the last step in the worker.
 STEPS = ("parse+validate", "chainability", "hashing", "vertices+edges", "rows out")
 BatchRows = dict[str, list[Columns]]
 

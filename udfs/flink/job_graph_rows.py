@@ -5,9 +5,8 @@ The ``createChain`` walk (:mod:`udfs.flink.chain_walk`) is per graph and per nod
 everything after it is index arithmetic: each graph's walk, in its own node and edge
 positions, is shifted to the batch's (nodes sorted by (graph, node id), edges by (graph,
 edge_idx), so a graph's positions are one offset away) and the rows of every graph are
-gathered in one numpy pass per column. Built per graph, the same rows cost as much as the
-walk itself: a few dozen small arrays per graph of a hundred nodes
-(bench/results/20261125-*: vertices+edges was the walk plus as much again of per-graph set-up).
+gathered in one numpy pass per column. Built per graph, the same rows would cost as much
+again as the walk: a few dozen small arrays per graph of a hundred nodes (docs/performance.md).
 
 Flink's rejections after ``createJobGraph`` (:func:`udfs.flink.job_graph.flink_rejection`) are
 asked only of the graphs they can concern: dynamic graphs and graphs with a HYBRID job edge.
@@ -72,8 +71,8 @@ def _flat(lists: list[list], dtype: type, count: int) -> np.ndarray:
 def _joined(ids: np.ndarray, sizes: np.ndarray) -> list[str]:
     """Consecutive runs of ``sizes`` ids, each comma-joined: a vertex's operator-ID lists
     travel as text (an id is hex; "" stands for a null user id) because Arrow converts a
-    list column element by element in Python, which was a third of the cost of handing the
-    rows to Spark. Spark splits them again (:mod:`pipeline.compute.row_codec`)."""
+    list column element by element in Python, a large part of the cost of handing the rows
+    to Spark (docs/performance.md). Spark splits them again (:mod:`pipeline.compute.row_codec`)."""
     items = ids.tolist()
     ends = np.cumsum(sizes).tolist()
     starts = [0, *ends[:-1]]

@@ -1,15 +1,15 @@
 """Step 1 for a whole batch: the contract checked over the batch's flattened columns.
 
 :func:`udfs.spec.contract.parse_graph` checks one graph node by node and names the first
-breach; per node, building and checking a row dict was most of the parse's cost. Here every
-field of every node (and edge) of the batch is one column, the SPEC defaults are applied
-column-wise, and each check is one pass over a column; graph-level checks (duplicate ids and
-uids, dangling edges, sources, orphans, cycles) run over the whole batch at once.
+breach; building and checking a row dict per node is most of its cost (docs/performance.md).
+Here every field of every node (and edge) of the batch is one column, the SPEC defaults are
+applied column-wise, and each check is one pass over a column; graph-level checks (duplicate
+ids and uids, dangling edges, sources, orphans, cycles) run over the whole batch at once.
 
 This path only *accepts*: a graph with anything unusual -- a breach, or something it does
 not handle itself (the adaptive-batch partitioners) -- goes to ``parse_graph``, which names
-the breach or accepts the graph. So every error message is parse_graph's, and
-tests/test_spec_batch.py checks that both paths accept the same graphs with the same rows.
+the breach or accepts the graph. So every error message is parse_graph's;
+tests/test_spec_contract.py checks that both paths accept the same graphs with the same rows.
 """
 
 from __future__ import annotations
