@@ -254,6 +254,8 @@ def create_chains(
     with _recursion_limit(4 * n + 1000):
         for start in starts:
             create_chain(start, head_chain_index, start)
+    # unbound: its reference to itself no longer keeps the walk's lists for the GC (docs/performance.md)
+    create_chain = None  # type: ignore[assignment]
     heads = list(transitive)
     return Chains(vertex_of, chain_index, is_chain_head, is_chain_end, heads, head_names, operators, transitive)
 
