@@ -133,10 +133,10 @@ def compute_batch(
     """All output rows of a batch of contract-checked graphs (``graphs`` one row each,
     with source_file; ``nodes``/``edges`` their stream-table rows, in any order).
 
-    The steps, each over the whole batch: the rows sorted into per-graph slices
-    (:func:`sort_batch`), the local chaining rules (:func:`edge_rule_frame`), the yielding
-    rule and the hashes (:func:`hash_step`), the createChain walk graph by graph
-    (:func:`walk_graphs`), then the JobGraph's rows (:func:`udfs.flink.job_graph_rows.job_graph_rows`).
+    The steps: the rows sorted into per-graph slices (:func:`sort_batch`), the local chaining
+    rules (:func:`edge_rule_frame`), the yielding rule and the hashes (:func:`hash_step`), all
+    over the whole batch; the createChain walk graph by graph (:func:`walk_graphs`); then the
+    JobGraph's rows over the whole batch (:func:`udfs.flink.job_graph_rows.job_graph_rows`).
 
     An exception inside one graph's steps (a bug) turns into that graph's INTERNAL_ERROR
     row with the traceback; the batch's other graphs are computed as usual. Graph ids must
@@ -151,8 +151,9 @@ def compute_batch(
     flags = evaluate_edge_rules(edge_rule_frame(graphs, layout, edge_codes))
     t = clock.add("chainability", t)
 
-    bg = BatchGraph.build(node_codes, len(graphs), layout.up, layout.down)
-    hashed, hash_columns, chainable_columns = hash_step(bg, layout.ncols, flags)
+    hashed, hash_columns, chainable_columns = hash_step(
+        BatchGraph.build(node_codes, len(graphs), layout.up, layout.down), layout.ncols, flags
+    )  # the batch graph only for the hashing: not held through the walk
     layout.ncols.update(hash_columns)
     layout.ecols.update(chainable_columns)
     t = clock.add("hashing", t)
