@@ -1,14 +1,14 @@
 """Every per-graph step for a batch of graphs, with pandas at the batch level only.
 
-The fused pipeline (:mod:`pipeline.compute.stage`) hands one Arrow batch of graphs -- hundreds
+The per-graph stage (:mod:`pipeline.compute.stage`) hands one Arrow batch of graphs -- hundreds
 of them -- to :func:`compute_batch`. Work that is the same for every edge (the local
 chaining rules of :mod:`udfs.flink.chainability`) runs once over the whole batch, vectorised.
 So do the yielding rule and the hasher's supersteps (:mod:`udfs.flink.hashing`), over the
 batch as one graph of disjoint parts. Only the ``createChain`` walk (:mod:`udfs.flink.chain_walk`)
-runs per graph, on plain numpy arrays (:class:`GraphArrays`); the rows it leads to are built
-for the whole batch at once (:mod:`udfs.flink.job_graph_rows`). No pandas object is built per
-graph: for graphs of a hundred nodes its fixed cost per call was most of the time
-(bench/results/profile-*).
+runs per graph, on plain numpy arrays (:class:`udfs.flink.graph_arrays.GraphArrays`); the
+rows it leads to are built for the whole batch at once (:mod:`udfs.flink.job_graph_rows`).
+No pandas object is built per graph: on a graph of a hundred nodes its fixed cost per call
+outweighs the work (docs/performance.md).
 
 The rows come back by kind (``operator``, ``vertex``, ``job_edge``, ``chain_edge``,
 ``stats``, ``graph``, ``error``, ``timing``), each a dict of columns; the caller turns
@@ -26,8 +26,8 @@ import pandas as pd
 
 from udfs.errors import internal_error_message
 from udfs.flink.chainability import NODE_RULE_ATTRS, evaluate_edge_rules
-from udfs.flink.graph_arrays import BatchGraph, Columns, GraphArrays
-from udfs.flink.hashing import BatchHashes, hash_batch
+from udfs.flink.graph_arrays import BatchGraph, Columns
+from udfs.flink.hashing import BatchHashes, HashingError, hash_batch
 from udfs.flink.job_graph import walk_graph
 from udfs.flink.job_graph_rows import BatchLayout, WalkedGraph, job_graph_rows
 from udfs.flink.murmur3 import to_hex
@@ -39,9 +39,9 @@ EDGE_INPUT_COLUMNS = ("graph_id", "edge_idx", "source", "target", "partitioner",
 
 # Seconds per step of the batch inside the Python worker, reported as ``timing`` rows (the
 # Spark stage that runs this is one stage, so its wall time alone would not say where the
-# time goes). perf_counter, not process_time: the latter is a system call here, and at two
-# calls per graph it cost more than some of the steps it timed. "rows out" is the batch's rows
-# turned into frames of the output schema (pipeline/compute/stage.py), the last step in the worker.
+# time goes). Wall seconds by perf_counter: process_time is a system call here, dear enough
+# to distort the steps it times (docs/performance.md). "rows out" is the batch's rows turned
+# into frames of the output schema (pipeline/compute/stage.py), the last step in the worker.
 STEPS = ("parse+validate", "chainability", "hashing", "vertices+edges", "rows out")
 BatchRows = dict[str, list[Columns]]
 
@@ -78,13 +78,32 @@ def _code_ranges(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]
     return bounds[:-1], bounds[1:]
 
 
-def edge_rule_frame(
-    graphs: pd.DataFrame, ncols: Columns, ecols: Columns, up: np.ndarray, down: np.ndarray
-) -> pd.DataFrame:
+def sort_batch(index: pd.Index, nodes: pd.DataFrame, edges: pd.DataFrame) -> tuple[BatchLayout, np.ndarray, np.ndarray]:
+    """The batch's stream rows as columns, nodes sorted by (graph, node id) and edges by (graph,
+    edge_idx), so each graph is one slice of both and an edge finds its end nodes by binary
+    search on the node keys; with the graph code of each node and of each edge (``index``:
+    graph id -> code)."""
+    node_codes = index.get_indexer(nodes["graph_id"])
+    node_keys = _keys(node_codes, nodes["node_id"].to_numpy())
+    order = np.argsort(node_keys, kind="stable")
+    ncols: Columns = {c: nodes[c].to_numpy()[order] for c in NODE_INPUT_COLUMNS}
+    node_keys, node_codes = node_keys[order], node_codes[order]
+    edge_codes = index.get_indexer(edges["graph_id"])
+    eorder = np.lexsort((edges["edge_idx"].to_numpy(), edge_codes))
+    ecols: Columns = {c: edges[c].to_numpy()[eorder] for c in EDGE_INPUT_COLUMNS}
+    edge_codes = edge_codes[eorder]
+    up = np.searchsorted(node_keys, _keys(edge_codes, ecols["source"]))
+    down = np.searchsorted(node_keys, _keys(edge_codes, ecols["target"]))
+    node_start, node_end = _code_ranges(node_codes, len(index))
+    edge_start, edge_end = _code_ranges(edge_codes, len(index))
+    return BatchLayout(ncols, ecols, up, down, node_start, node_end, edge_start, edge_end), node_codes, edge_codes
+
+
+def edge_rule_frame(graphs: pd.DataFrame, layout: BatchLayout, edge_codes: np.ndarray) -> pd.DataFrame:
     """The input of :func:`udfs.flink.chainability.evaluate_edge_rules` -- each edge with its end
     nodes' and its graph's attributes -- by index arithmetic over the batch (the same columns
     as ``tests/oracles/edge_rule_merges.edge_rule_rows``, which gets them by pandas merges)."""
-    codes = ecols["_code"]
+    ncols, ecols, up, down = layout.ncols, layout.ecols, layout.up, layout.down
     frame = {"partitioner": ecols["partitioner"], "exchange_mode": ecols["exchange_mode"]}
     frame["down_in_degree"] = np.bincount(down, minlength=len(ncols["node_id"]))[down]
     per_input = (down.astype(np.int64) << 32) | (ecols["type_number"].astype(np.int64) + _ID_OFFSET)
@@ -99,7 +118,7 @@ def edge_rule_frame(
         ("dynamic", "dynamic"),
         ("flink_version", "flink_version"),
     ):
-        frame[name] = graphs[col].to_numpy()[codes]
+        frame[name] = graphs[col].to_numpy()[edge_codes]
     return pd.DataFrame(frame)
 
 
@@ -114,6 +133,11 @@ def compute_batch(
     """All output rows of a batch of contract-checked graphs (``graphs`` one row each,
     with source_file; ``nodes``/``edges`` their stream-table rows, in any order).
 
+    The steps: the rows sorted into per-graph slices (:func:`sort_batch`), the local chaining
+    rules (:func:`edge_rule_frame`), the yielding rule and the hashes (:func:`hash_step`), all
+    over the whole batch; the createChain walk graph by graph (:func:`walk_graphs`); then the
+    JobGraph's rows over the whole batch (:func:`udfs.flink.job_graph_rows.job_graph_rows`).
+
     An exception inside one graph's steps (a bug) turns into that graph's INTERNAL_ERROR
     row with the traceback; the batch's other graphs are computed as usual. Graph ids must
     be unique in a batch (a node finds its graph by id): callers take repeated ids out
@@ -123,55 +147,22 @@ def compute_batch(
     clock = clock or StepClock()
     t = time.perf_counter()
     graphs = graphs.reset_index(drop=True)
-    index = pd.Index(graphs["graph_id"])
-    if not index.is_unique:
-        raise ValueError(f"graph ids repeat within one batch: {sorted(index[index.duplicated()].unique())[:5]}")
-    # Nodes sorted by (graph, node id), edges by (graph, edge_idx): each graph is one slice
-    # of both, and an edge finds its end nodes by binary search on the node keys.
-    node_codes = index.get_indexer(nodes["graph_id"])
-    node_keys = _keys(node_codes, nodes["node_id"].to_numpy())
-    order = np.argsort(node_keys, kind="stable")
-    ncols: Columns = {c: nodes[c].to_numpy()[order] for c in NODE_INPUT_COLUMNS}
-    node_keys, node_codes = node_keys[order], node_codes[order]
-    edge_codes = index.get_indexer(edges["graph_id"])
-    eorder = np.lexsort((edges["edge_idx"].to_numpy(), edge_codes))
-    ecols: Columns = {c: edges[c].to_numpy()[eorder] for c in EDGE_INPUT_COLUMNS}
-    ecols["_code"] = edge_codes[eorder]
-    up = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["source"]))
-    down = np.searchsorted(node_keys, _keys(ecols["_code"], ecols["target"]))
-    flags = evaluate_edge_rules(edge_rule_frame(graphs, ncols, ecols, up, down))
-    del ecols["_code"]
-    node_start, node_end = _code_ranges(node_codes, len(graphs))
-    edge_start, edge_end = _code_ranges(edge_codes[eorder], len(graphs))
+    layout, node_codes, edge_codes = sort_batch(_graph_index(graphs), nodes, edges)
+    flags = evaluate_edge_rules(edge_rule_frame(graphs, layout, edge_codes))
     t = clock.add("chainability", t)
 
-    hashed = _hash_step(BatchGraph.build(node_codes, len(graphs), up, down), ncols, ecols, flags)
+    hashed, hash_columns, chainable_columns = hash_step(
+        BatchGraph.build(node_codes, len(graphs), layout.up, layout.down), layout.ncols, flags
+    )  # the batch graph only for the hashing: not held through the walk
+    layout.ncols.update(hash_columns)
+    layout.ecols.update(chainable_columns)
     t = clock.add("hashing", t)
 
     records = graphs.to_dict("records")
-    walked: list[WalkedGraph] = []
-    failed: dict[int, tuple[str, str]] = {}  # graph code -> error code and message
-    for i, graph in enumerate(records):
-        a, b, c, d = node_start[i], node_end[i], edge_start[i], edge_end[i]
-        try:
-            if graph["graph_id"] == raise_in_graph:
-                raise RuntimeError(
-                    f"testing.raise_in_graph names graph {graph['graph_id']!r}: raising inside its per-graph steps"
-                )
-            error = hashed.errors.get(i)
-            if error is not None:
-                failed[i] = (error.code, str(error))
-                continue
-            g = GraphArrays.from_columns({k: v[a:b] for k, v in ncols.items()}, {k: v[c:d] for k, v in ecols.items()})
-            walked.append(WalkedGraph(i, walk_graph(g, graph)))
-        except Exception:
-            if not isolate:
-                raise
-            failed[i] = ("INTERNAL_ERROR", internal_error_message())
-    layout = BatchLayout(ncols, ecols, up, down, node_start, node_end, edge_start, edge_end)
+    walked, failed = walk_graphs(records, layout, hashed.errors, raise_in_graph, isolate)
     rows, rejected = job_graph_rows(records, layout, walked)
     failed.update((i, ("FLINK_REJECTED", message)) for i, message in rejected.items())
-    out: BatchRows = {"graph": [_graph_rows(graphs, node_end - node_start)]}
+    out: BatchRows = {"graph": [_graph_rows(graphs, layout.node_end - layout.node_start)]}
     if walked:
         out["stats"] = [_stats_rows(graphs, hashed, [w.code for w in walked])]
         for kind, cols in rows.items():
@@ -182,24 +173,66 @@ def compute_batch(
     return out
 
 
-def _hash_step(bg: BatchGraph, ncols: Columns, ecols: Columns, flags: pd.DataFrame) -> BatchHashes:
-    """The yielding rule's vetoes, then every hash of the batch (:mod:`udfs.flink.hashing`);
-    adds the hash columns to ``ncols`` and the final chainable flags to ``ecols``."""
+def _graph_index(graphs: pd.DataFrame) -> pd.Index:
+    """Graph id -> graph code (the row's position); the ids must not repeat."""
+    index = pd.Index(graphs["graph_id"])
+    if not index.is_unique:
+        raise ValueError(f"graph ids repeat within one batch: {sorted(index[index.duplicated()].unique())[:5]}")
+    return index
+
+
+def hash_step(bg: BatchGraph, ncols: Columns, flags: pd.DataFrame) -> tuple[BatchHashes, Columns, Columns]:
+    """The yielding rule's vetoes, then every hash of the batch (:mod:`udfs.flink.hashing`):
+    the hashes, the nodes' hash columns (operator_id, hash_source, hash_position, hash_level)
+    and the edges' final chainable flags (chainable, chainable_input)."""
     veto = apply_yielding_rule(
         bg, flags["chainable_local"].to_numpy(bool), flags["yield_sensitive"].to_numpy(bool), ncols["source_kind"]
     )
     hasher_chainable = flags["hasher_chainable_local"].to_numpy(bool) & ~veto
-    ecols["chainable"] = flags["chainable_local"].to_numpy(bool) & ~veto
-    ecols["chainable_input"] = flags["chainable_input"].to_numpy(bool) & ~veto
+    chainable_columns = {
+        "chainable": flags["chainable_local"].to_numpy(bool) & ~veto,
+        "chainable_input": flags["chainable_input"].to_numpy(bool) & ~veto,
+    }
     is_source = np.asarray(ncols["is_source"], dtype=bool)
     hashed = hash_batch(bg, ncols["node_id"], np.asarray(ncols["uid"], dtype=object), is_source, hasher_chainable)
-    position = hashed.traversal.position
-    ncols["operator_id"] = np.array(to_hex(hashed.hashes), dtype=object)
-    has_uid = pd.notna(ncols["uid"])
-    ncols["hash_source"] = np.where(has_uid, "uid", "generated").astype(object)
-    ncols["hash_position"] = position
-    ncols["hash_level"] = hashed.traversal.level
-    return hashed
+    hash_columns = {
+        "operator_id": np.array(to_hex(hashed.hashes), dtype=object),
+        "hash_source": np.where(pd.notna(ncols["uid"]), "uid", "generated").astype(object),
+        "hash_position": hashed.traversal.position,
+        "hash_level": hashed.traversal.level,
+    }
+    return hashed, hash_columns, chainable_columns
+
+
+def walk_graphs(
+    records: list[dict],
+    layout: BatchLayout,
+    errors: dict[int, HashingError],
+    raise_in_graph: str | None = None,
+    isolate: bool = True,
+) -> tuple[list[WalkedGraph], dict[int, tuple[str, str]]]:
+    """The createChain walk (:func:`udfs.flink.job_graph.walk_graph`) of each graph the hasher
+    did not refuse (``errors``, by graph code), on its slice of the batch: the walked graphs,
+    and the error code and message of each graph code that has none (the hasher's refusal,
+    or INTERNAL_ERROR with the traceback unless ``isolate`` is false)."""
+    walked: list[WalkedGraph] = []
+    failed: dict[int, tuple[str, str]] = {}
+    for i, graph in enumerate(records):
+        try:
+            if graph["graph_id"] == raise_in_graph:
+                raise RuntimeError(
+                    f"testing.raise_in_graph names graph {graph['graph_id']!r}: raising inside its per-graph steps"
+                )
+            error = errors.get(i)
+            if error is not None:
+                failed[i] = (error.code, str(error))
+                continue
+            walked.append(WalkedGraph(i, walk_graph(layout.graph(i), graph)))
+        except Exception:
+            if not isolate:
+                raise
+            failed[i] = ("INTERNAL_ERROR", internal_error_message())
+    return walked, failed
 
 
 def _graph_rows(graphs: pd.DataFrame, node_counts: np.ndarray) -> Columns:

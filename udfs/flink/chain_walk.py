@@ -1,4 +1,5 @@
-"""Flink's ``createChain`` walk, as one pure function over a graph's arrays.
+"""Flink's ``setChaining`` and its ``createChain`` walk for one graph, as steps over the graph's
+arrays (:func:`walk_chains`).
 
 Which nodes share a chain is settled upstream (connected components over the chainable
 edges). What this walk adds is *order*, which Flink defines only procedurally:
@@ -17,6 +18,8 @@ edges). What this walk adds is *order*, which Flink defines only procedurally:
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -94,49 +97,88 @@ def walk_chains(
     chained_source_names: str = "own_inputs",
     source_id_order: list[int] | None = None,
 ) -> ChainWalk:
-    """``entry_order``: "sorted" (1.12.2+) or "source_hashset" (1.9: raw getSourceIDs order);
-    ``head_chain_index``: 1 (1.12+) or 0 (1.9); ``chained_source_names``: "own_inputs"
-    (FLINK-32680 fixed) or "all_in_job" (the 1.12-1.17.1 bug: every chain head lists every
-    chained source of the job)."""
-    n = g.n
-    # Plain lists, not numpy arrays, inside the walk: it visits every node once in Python,
-    # and a numpy scalar read or write costs several times a list's.
+    """Flink's ``setChaining`` for one graph: the chain entry points (:func:`head_inputs`) in
+    their start order (:func:`initial_entry_points`), the ``createChain`` walk from each
+    (:func:`create_chains`), the chained sources placed (:func:`place_chained_sources`), and
+    the job edges connected (:func:`connect`).
+
+    ``chained_sources``: each FLIP-27 source that runs inside a HEAD_WITH_SOURCES operator, to
+    that operator (:func:`chained_source_targets`). ``entry_order``: "sorted" (1.12.2+) or
+    "source_hashset" (1.9: raw getSourceIDs order); ``head_chain_index``: 1 (1.12+) or 0
+    (1.9); ``chained_source_names``: "own_inputs" (FLINK-32680 fixed) or "all_in_job" (the
+    1.12-1.17.1 bug: every chain head lists every chained source of the job);
+    ``source_id_order``: getSourceIDs' order (node ids) where the exporter observed it."""
+    # Plain lists, not numpy arrays, in the walk: it visits every node once in Python, and a
+    # numpy scalar read or write costs several times a list's.
     names = np.asarray(g.nodes["name"], dtype=object).tolist()
-    dst = g.dst.tolist()
-    chainable_list = np.asarray(chainable, dtype=bool).tolist()
-    vertex_of = [-1] * n
-    chain_index = [0] * n
-    is_chain_head = [False] * n
-    is_chain_end = [False] * n
-    in_vertex = [True] * n
-    vertex_heads: list[int] = []
-    vertex_names: dict[int, str] = {}
-    vertex_operators: dict[int, list[int]] = {}
-    # a node's own name and its chained children: the chained name of a head (Flink's
-    # createChainedName) is rendered once from these, because building every member's
-    # chained name as a string (as Flink does) copies the chain's tail at each link:
-    # quadratic in the chain's length (12 of 28 CPU s for a 40,000-operator chain)
-    name_parts: dict[int, tuple[str, list[int]]] = {}
-    entry_points = {t for t in chained_sources.values()}
-    entry_points.update(s for s in np.flatnonzero(is_source).tolist() if s not in chained_sources)
-    built: set[int] = set()
-    transitive: dict[int, list[int]] = {}
-
-    source_set_order: list[int] = []
-    all_chained: list[int] = []
+    entry_points = head_inputs(is_source, chained_sources)
+    source_set: list[int] = []
     if entry_order != "sorted" or (chained_sources and chained_source_names == "all_in_job"):
-        ids = g.node_ids
-        by_id = {int(ids[i]): i for i in range(n)}
-        if source_id_order is not None:  # observed by the exporter: exact
-            source_set_order = [by_id[int(k)] for k in source_id_order]
-        else:  # assume sources were added in ascending id order
-            source_set_order = [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
-        chained_ids = [int(ids[s]) for s in source_set_order if s in chained_sources]
-        all_chained = [by_id[k] for k in java_hash_order(chained_ids)]
+        source_set = source_set_order(g, is_source, source_id_order)
+    starts = initial_entry_points(entry_points, entry_order, source_set)
+    naming = chained_sources_naming(g, names, chained_sources, chained_source_names, source_set)
+    chains = create_chains(g, chainable, names, starts, entry_points, head_chain_index, naming)
+    vertex_of, chain_index, in_vertex = place_chained_sources(chains, chained_sources)
+    members: list[int] = []
+    for head in chains.vertex_heads:
+        members.extend(chains.vertex_operators[head])
+    return ChainWalk(
+        vertex_of=vertex_of,
+        chain_index=chain_index,
+        is_chain_head=chains.is_chain_head,
+        is_chain_end=chains.is_chain_end,
+        in_vertex_operator_ids=in_vertex,
+        vertex_heads=chains.vertex_heads,
+        vertex_names=chains.vertex_names,
+        vertex_members=members,
+        vertex_sizes=[len(chains.vertex_operators[h]) for h in chains.vertex_heads],
+        job_edges=connect(chains.vertex_heads, chains.transitive_out_edges, vertex_of, g.dst.tolist()),
+    )
 
-    def operator_name(v: int) -> str:
-        if not chained_sources:  # no FLIP-27 source chained into a head: its own name
-            return names[v]
+
+def head_inputs(is_source: np.ndarray, chained_sources: dict[int, int]) -> set[int]:
+    """The chain entry points ``buildChainedInputsAndGetHeadInputs`` returns: every source that
+    does not run inside another operator's chain, and every operator chained sources run in."""
+    entry_points = set(chained_sources.values())
+    entry_points.update(s for s in np.flatnonzero(is_source).tolist() if s not in chained_sources)
+    return entry_points
+
+
+def source_set_order(g: GraphArrays, is_source: np.ndarray, source_id_order: list[int] | None) -> list[int]:
+    """The graph's sources (node positions) in ``getSourceIDs()`` order, a HashSet's: as the
+    exporter observed it when given (exact), else as if sources were added in ascending id
+    order."""
+    ids = g.node_ids
+    by_id = {int(ids[i]): i for i in range(g.n)}
+    if source_id_order is not None:
+        return [by_id[int(k)] for k in source_id_order]
+    return [by_id[k] for k in java_hash_order([int(ids[s]) for s in np.flatnonzero(is_source)])]
+
+
+def initial_entry_points(entry_points: set[int], entry_order: str, source_set: list[int]) -> list[int]:
+    """The order ``setChaining`` starts chains in: ascending node id ("sorted"), or the
+    sources' ``getSourceIDs()`` order (``source_set``, :func:`source_set_order`)."""
+    if entry_order == "sorted":
+        return sorted(entry_points)
+    return [s for s in source_set if s in entry_points]
+
+
+def chained_sources_naming(
+    g: GraphArrays, names: list[str], chained_sources: dict[int, int], chained_source_names: str, source_set: list[int]
+) -> Callable[[int], str]:
+    """An entry point's own name as ``createChainedName`` takes it (``nameWithChainedSourcesInfo``):
+    the operator's name, then in brackets the chained sources it lists, if any. "own_inputs":
+    the FLIP-27 sources chained into this operator, in input order; "all_in_job": every chained
+    source of the job, in the order of a job-global HashMap filled in ``source_set`` order."""
+    if not chained_sources:  # no FLIP-27 source chained into a head: its own name
+        return names.__getitem__
+    all_chained: list[int] = []
+    if chained_source_names == "all_in_job":
+        ids = g.node_ids
+        by_id = {int(ids[i]): i for i in range(g.n)}
+        all_chained = [by_id[k] for k in java_hash_order([int(ids[s]) for s in source_set if s in chained_sources])]
+
+    def with_chained_sources(v: int) -> str:
         if chained_source_names == "all_in_job":
             chained = [names[s] for s in all_chained]
         else:
@@ -144,10 +186,49 @@ def walk_chains(
             chained = [names[s] for s in inputs if chained_sources.get(s) == v]
         return f"{names[v]} [{', '.join(chained)}]" if chained else names[v]
 
+    return with_chained_sources
+
+
+@dataclass(frozen=True)
+class Chains:
+    """What the ``createChain`` walk leaves (node positions are the graph's own): per node, and
+    per chain head in the order the heads' JobVertices were created (``createJobVertex``)."""
+
+    vertex_of: list[int]  # node position -> the head of its chain (-1: not reached)
+    chain_index: list[int]
+    is_chain_head: list[bool]
+    is_chain_end: list[bool]
+    vertex_heads: list[int]  # createJobVertex order
+    vertex_names: list[str]  # each head's chained name
+    vertex_operators: dict[int, list[int]]  # head -> its chain's operators, post-order
+    transitive_out_edges: dict[int, list[int]]  # head -> its chain's non-chained out edges, in order
+
+
+def create_chains(
+    g: GraphArrays,
+    chainable: np.ndarray,
+    names: list[str],
+    starts: list[int],
+    entry_points: set[int],
+    head_chain_index: int,
+    entry_point_name: Callable[[int], str],
+) -> Chains:
+    """Flink's recursive ``createChain`` from each of ``starts`` in turn, in the order the module
+    docstring describes; a built chain is not walked again. An entry point's own name is
+    ``entry_point_name``'s."""
+    n, out_edges, dst = g.n, g.out_edges, g.dst.tolist()
+    chainable_list = np.asarray(chainable, dtype=bool).tolist()
+    entry_points = set(entry_points)  # the walk adds the targets of non-chainable edges
+    vertex_of, chain_index, is_chain_head, is_chain_end = [-1] * n, [0] * n, [False] * n, [False] * n
+    head_names: list[str] = []
+    operators: dict[int, list[int]] = {}  # head -> its chain's operators, post-order
+    transitive: dict[int, list[int]] = {}  # head -> transitive out edges, heads in createJobVertex order
+    name_parts: dict[int, tuple[str, list[int]]] = {}  # own name, chained children: for chained_name
+
     def create_chain(v: int, index: int, start: int) -> list[int]:
-        if start in built:
+        if start in transitive:  # built
             return []
-        outs = g.out_edges[v]
+        outs = out_edges[v]
         chain_children = [dst[e] for e in outs if chainable_list[e]]
         trans: list[int] = []
         for child in chain_children:
@@ -158,65 +239,77 @@ def walk_chains(
                 t = dst[e]
                 entry_points.add(t)
                 create_chain(t, head_chain_index, t)
-        name_parts[v] = (operator_name(v) if v in entry_points else names[v], chain_children)
-        members = vertex_operators.get(start)
+        name_parts[v] = (entry_point_name(v) if v in entry_points else names[v], chain_children)
+        members = operators.get(start)
         if members is None:
-            members = vertex_operators[start] = []
+            members = operators[start] = []
         members.append(v)
-        vertex_of[v] = start
-        chain_index[v] = index
-        is_chain_end[v] = not chain_children
-        if v == start:
+        vertex_of[v], chain_index[v], is_chain_end[v] = start, index, not chain_children
+        if v == start:  # createJobVertex: the JobGraph's next vertex
             is_chain_head[v] = True
-            built.add(start)
-            vertex_heads.append(start)
-            vertex_names[start] = chained_name(v, name_parts)
-            transitive[start] = trans
+            head_names.append(chained_name(v, name_parts))
+            transitive[v] = trans
         return trans
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * n + 1000))
-    try:
-        if entry_order == "sorted":
-            starts = sorted(entry_points)
-        else:
-            starts = [s for s in source_set_order if s in entry_points]
+    with _recursion_limit(4 * n + 1000):
         for start in starts:
             create_chain(start, head_chain_index, start)
+    # unbound: its reference to itself no longer keeps the walk's lists for the GC (docs/performance.md)
+    create_chain = None  # type: ignore[assignment]
+    heads = list(transitive)
+    return Chains(vertex_of, chain_index, is_chain_head, is_chain_end, heads, head_names, operators, transitive)
+
+
+@contextmanager
+def _recursion_limit(at_least: int) -> Iterator[None]:
+    """Python's recursion limit raised to ``at_least`` (the walk recurses once per chain link)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, at_least))
+    try:
+        yield
     finally:
         sys.setrecursionlimit(limit)
 
+
+def place_chained_sources(chains: Chains, chained_sources: dict[int, int]) -> tuple[list[int], list[int], list[bool]]:
+    """(vertex_of, chain_index, in_vertex_operator_ids) per node, with each chained FLIP-27
+    source in the vertex of the operator it runs inside, at chain index 0, and not among that
+    vertex's operator IDs (``JobVertex.getOperatorIDs``). ``chains`` is not changed."""
+    in_vertex = [True] * len(chains.vertex_of)
+    if not chained_sources:
+        return chains.vertex_of, chains.chain_index, in_vertex
+    vertex_of, chain_index = list(chains.vertex_of), list(chains.chain_index)
     for s, t in chained_sources.items():
         vertex_of[s] = t
         chain_index[s] = 0
         in_vertex[s] = False
+    return vertex_of, chain_index, in_vertex
 
-    walk = ChainWalk(
-        vertex_of=vertex_of,
-        chain_index=chain_index,
-        is_chain_head=is_chain_head,
-        is_chain_end=is_chain_end,
-        in_vertex_operator_ids=in_vertex,
-        vertex_heads=vertex_heads,
-        vertex_names=[vertex_names[h] for h in vertex_heads],
-        vertex_sizes=[len(vertex_operators[h]) for h in vertex_heads],
-    )
-    for head in vertex_heads:
-        walk.vertex_members.extend(vertex_operators[head])
+
+def connect(
+    vertex_heads: list[int], transitive_out_edges: dict[int, list[int]], vertex_of: list[int], dst: list[int]
+) -> list[tuple[int, int, int, int]]:
+    """Flink's ``connect`` of each chain's transitive out edges, vertex by vertex in JobVertex
+    order: (source vertex head, target vertex head, edge position, input index), each
+    connection appending the next input of its target vertex."""
+    job_edges: list[tuple[int, int, int, int]] = []
     inputs_per_vertex: dict[int, int] = {}
     for head in vertex_heads:
-        for e in transitive[head]:
+        for e in transitive_out_edges[head]:
             target = vertex_of[dst[e]]
             idx = inputs_per_vertex.get(target, 0)
             inputs_per_vertex[target] = idx + 1
-            walk.job_edges.append((head, target, e, idx))
-    return walk
+            job_edges.append((head, target, e, idx))
+    return job_edges
 
 
 def chained_name(head: int, name_parts: dict[int, tuple[str, list[int]]]) -> str:
-    """Flink's chained name of a chain: ``own -> child`` for one chained output,
-    ``own -> (child1, child2)`` for several, recursively; rendered in one pass (linear in
-    the result's length, no recursion)."""
+    """Flink's chained name of a chain (``createChainedName``): ``own -> child`` for one
+    chained output, ``own -> (child1, child2)`` for several, recursively.
+
+    Rendered once per head, in one pass from each member's own name and children (linear in
+    the result's length, no recursion): building every member's chained name, as Flink does,
+    copies the chain's tail at each link, quadratic in the chain's length (docs/chains.md)."""
     own, children = name_parts[head]
     if not children:  # a chain of one operator
         return own

@@ -6,9 +6,9 @@ stable sort by ``edge_idx`` rebuilds both lists exactly. Nodes are addressed by 
 position in ``node_ids`` (sorted), never by the Flink id, so negative ids (1.x
 iterations) need no special case.
 
-Columns are kept as plain numpy arrays, not pandas frames: the steps run once per graph,
-and for graphs of a hundred nodes pandas' per-call overhead was most of the cost
-(``bench/results/profile-*``).
+Columns are plain numpy arrays, not pandas frames: the steps run once per graph, and on a
+graph of a hundred nodes pandas' fixed cost per call would outweigh the work
+(docs/performance.md).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ together (a graph whose queue is empty just has no nodes in the frontier). The h
 are then a Pregel-style propagation over topological layers (:func:`propagate_hashes`): a
 node is computed once all its inputs are, all nodes of a layer -- of every graph -- at once.
 Each superstep is a handful of numpy operations over the whole frontier; nothing loops per
-graph or per node in Python (the former per-graph queue simulation is kept as a test oracle,
-``tests/oracles/flink_queue.py``).
+graph or per node in Python (docs/performance.md). A per-graph simulation of Flink's queue,
+``tests/oracles/flink_queue.py``, checks the traversal.
 """
 
 from __future__ import annotations

@@ -75,31 +75,50 @@ def dynamic_vertex_parallelism(
     partitioners: np.ndarray,
     graph: dict,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``setVertexParallelismsForDynamicGraphIfNecessary`` (1.17+) for a dynamic graph.
+    """``setVertexParallelismsForDynamicGraphIfNecessary`` (1.17+) for a dynamic graph: the
+    vertices' (parallelism, max parallelism), aligned with ``heads``.
 
     1. A vertex none of whose operators (chained sources included) has a configured
        parallelism gets -1 when automatic parallelism is enabled (the adaptive batch scheduler
-       decides it at run time).
+       decides it at run time): :func:`unconfigured_vertices`.
     2. Vertices joined by non-chained FORWARD job edges form forward groups (connected
-       components of more than one vertex); each vertex of a group takes the group's
-       parallelism (the one positive parallelism among its vertices, if any) and the smallest
-       positive max parallelism among them.
+       components of more than one vertex, :func:`forward_groups`); each vertex of a group
+       takes the group's parallelism (the one positive parallelism among its vertices, if any)
+       and the smallest positive max parallelism among them (:func:`align_forward_groups`).
 
     A group whose smallest max parallelism is below its parallelism makes Flink throw;
     :func:`flink_rejection` reports that from the returned columns. ``configured_nodes`` is
-    the graph's ``parallelism_configured`` column, aligned with ``vertex_of``.
+    the graph's ``parallelism_configured`` column, aligned with ``vertex_of``; ``src_v`` and
+    ``dst_v`` are the job edges' vertex heads, aligned with ``partitioners``.
     """
     position = {int(h): i for i, h in enumerate(heads.tolist())}
-    par = parallelism.astype(np.int64).copy()
-    maxp = max_parallelism.astype(np.int64).copy()
+    par = parallelism.astype(np.int64)
     if _as_bool(graph.get("auto_parallelism_enabled", True)):
-        configured_nodes = [v is True or v is np.True_ for v in np.asarray(configured_nodes, dtype=object)]
-        configured = np.zeros(len(heads), dtype=bool)
-        for node, head in enumerate(vertex_of.tolist()):
-            if head >= 0 and configured_nodes[node]:
-                configured[position[head]] = True
-        par[~configured] = -1
-    parent = list(range(len(heads)))
+        par[unconfigured_vertices(configured_nodes, vertex_of, position, len(heads))] = -1
+    forward = partitioners == "FORWARD"
+    ends = [(position[a], position[b]) for a, b in zip(src_v[forward].tolist(), dst_v[forward].tolist(), strict=True)]
+    return align_forward_groups(par, max_parallelism.astype(np.int64), forward_groups(len(heads), ends))
+
+
+def unconfigured_vertices(
+    configured_nodes: np.ndarray, vertex_of: np.ndarray, position: dict[int, int], count: int
+) -> np.ndarray:
+    """Per vertex (``position``: vertex head -> its position of ``count``), whether none of its
+    operators has a configured parallelism. ``configured_nodes`` (the nodes'
+    ``parallelism_configured``) and ``vertex_of`` (each node's vertex head, -1 for none) are
+    per node, so a chained source counts for the vertex it runs in."""
+    configured_nodes = [v is True or v is np.True_ for v in np.asarray(configured_nodes, dtype=object)]
+    configured = np.zeros(count, dtype=bool)
+    for node, head in enumerate(vertex_of.tolist()):
+        if head >= 0 and configured_nodes[node]:
+            configured[position[head]] = True
+    return ~configured
+
+
+def forward_groups(count: int, forward_edges: list[tuple[int, int]]) -> list[list[int]]:
+    """The connected components of ``count`` vertices joined by ``forward_edges`` (pairs of
+    vertex positions): each a list of positions, ascending, singletons included."""
+    parent = list(range(count))
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -107,15 +126,24 @@ def dynamic_vertex_parallelism(
             x = parent[x]
         return x
 
-    forward = partitioners == "FORWARD"
-    for a, b in zip(src_v[forward].tolist(), dst_v[forward].tolist(), strict=True):
-        ra, rb = find(position[a]), find(position[b])
+    for a, b in forward_edges:
+        ra, rb = find(a), find(b)
         if ra != rb:
             parent[rb] = ra
     groups: dict[int, list[int]] = {}
-    for i in range(len(heads)):
+    for i in range(count):
         groups.setdefault(find(i), []).append(i)
-    for members in groups.values():
+    return list(groups.values())
+
+
+def align_forward_groups(
+    parallelism: np.ndarray, max_parallelism: np.ndarray, groups: list[list[int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(parallelism, max parallelism) per vertex after each forward group of more than one
+    vertex took the group's parallelism (its one positive parallelism, if it has exactly one)
+    and its smallest positive max parallelism; vertices of no such group keep theirs."""
+    par, maxp = parallelism.copy(), max_parallelism.copy()
+    for members in groups:
         if len(members) < 2:
             continue
         decided = {int(par[i]) for i in members if par[i] > 0}

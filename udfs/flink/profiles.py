@@ -104,7 +104,7 @@ def supported_versions() -> list[str]:
     return list(_supported_versions())
 
 
-@cache  # asked once per input graph; listing the folder each time was a tenth of parsing
+@cache  # asked once per input graph: the folder is listed once per process (docs/performance.md)
 def _supported_versions() -> tuple[str, ...]:
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(p) for p in v.split("."))

@@ -193,6 +193,26 @@ def _expected_size_capacity(n: int) -> int:
     return n + 1 if n < 3 else int(n / 0.75 + 1.0)
 
 
+OperatorLookup = dict[str, tuple[NewVertex, int]]  # operator ID -> (vertex, position in its operator IDs)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the restore fails: the failure kind, the ID it names (the saved operator's, or the
+    vertex's for PARALLELISM_ABOVE_MAX) and the rest of its message's fields."""
+
+    kind: str
+    failing_id: str
+    fields: dict[str, object] = field(default_factory=dict)
+
+    def message(self, profile: RestoreProfile, savepoint_pointer: str) -> str:
+        """The profile's message of this kind; each names the ID by its own placeholder
+        ({operator_id} or {jobvertex_id})."""
+        return profile.messages[self.kind].format(
+            savepoint=savepoint_pointer, operator_id=self.failing_id, jobvertex_id=self.failing_id, **self.fields
+        )
+
+
 def decide(
     saved: Sequence[SavedOperator],
     vertices: Sequence[NewVertex],
@@ -200,62 +220,103 @@ def decide(
     profile: RestoreProfile,
     savepoint_pointer: str,
 ) -> Decision:
-    """Flink's verdict; the first failure in Flink's own walk order is the one reported."""
-    outcomes = [OperatorOutcome(i, s.operator_id, NOT_REACHED) for i, s in enumerate(saved)]
-    generated: dict[str, tuple[NewVertex, int]] = {}
-    user_defined: dict[str, tuple[NewVertex, int]] = {}
+    """Flink's verdict; the first failure in Flink's own walk order is the one reported. The
+    steps are the module's three (:func:`load_and_validate`,
+    :func:`check_state_mapping_completeness`, :func:`assign_states`), each only if the one
+    before did not fail."""
+    generated, user_defined = operator_id_lookups(vertices)
+    outcomes, matched, failure = load_and_validate(saved, generated, user_defined, allow_non_restored_state)
+    by_id = {o.operator_id: o for o in outcomes}
+    if failure is None and not profile.user_defined_ids_complete:
+        failure = check_state_mapping_completeness(matched, generated, allow_non_restored_state, len(saved))
+        if failure is not None:
+            by_id[failure.failing_id].status = LOST
+    unassigned: list[str] = []
+    if failure is None:
+        failure, unassigned = assign_states(vertices, matched, profile)
+    if failure is not None:
+        return Decision(
+            FAILS, failure.kind, failure.failing_id, failure.message(profile, savepoint_pointer), [], outcomes
+        )
+    for op_id in unassigned:
+        by_id[op_id].status = MATCHED_NOT_ASSIGNED
+    dropped = [o.operator_id for o in outcomes if o.status in (DROPPED_EMPTY, SKIPPED, MATCHED_NOT_ASSIGNED)]
+    return Decision(RESTORES, None, None, None, dropped, outcomes)
+
+
+def operator_id_lookups(vertices: Sequence[NewVertex]) -> tuple[OperatorLookup, OperatorLookup]:
+    """The new job's operators by generated ID and by user-defined ID (Flink's
+    ``OperatorIDPair``); an ID held twice maps to the last holder in vertex order."""
+    generated: OperatorLookup = {}
+    user_defined: OperatorLookup = {}
     for v in vertices:
         for pos, (gen, usr) in enumerate(zip(v.operator_ids, v.user_operator_ids, strict=True)):
             generated[gen] = (v, pos)
             if usr:
                 user_defined[usr] = (v, pos)
-    msgs = profile.messages
+    return generated, user_defined
 
-    def fail(kind: str, failing_id: str, **fmt: object) -> Decision:
-        # failing_id is the saved operator's ID, or the vertex's for PARALLELISM_ABOVE_MAX; each
-        # message names it by its own placeholder ({operator_id} or {jobvertex_id}).
-        message = msgs[kind].format(savepoint=savepoint_pointer, operator_id=failing_id, jobvertex_id=failing_id, **fmt)
-        return Decision(FAILS, kind, failing_id, message, [], outcomes)
 
-    # (1) Checkpoints.loadAndValidateCheckpoint: file order.
-    matched: dict[str, SavedOperator] = {}  # insertion = file order, like Flink's HashMap puts
-    for i, s in enumerate(saved):
+def load_and_validate(
+    saved: Sequence[SavedOperator],
+    generated: OperatorLookup,
+    user_defined: OperatorLookup,
+    allow_non_restored_state: bool,
+) -> tuple[list[OperatorOutcome], dict[str, SavedOperator], Failure | None]:
+    """Step 1, ``Checkpoints.loadAndValidateCheckpoint``: each saved operator in file order,
+    looked up by generated ID, then by user-defined ID. Returns every saved operator's outcome
+    (NOT_REACHED past a failure), the matched states by saved ID in file order (the order of
+    Flink's HashMap puts), and the failure if any."""
+    outcomes = [OperatorOutcome(i, s.operator_id, NOT_REACHED) for i, s in enumerate(saved)]
+    matched: dict[str, SavedOperator] = {}
+    for out, s in zip(outcomes, saved, strict=True):
         hit = generated.get(s.operator_id)
         via = "generated"
         if hit is None and s.operator_id in user_defined:
             hit, via = user_defined[s.operator_id], "user_defined"
-        out = outcomes[i]
         if hit is not None:
             v, pos = hit
             out.matched_via, out.jobvertex_id, out.generated_operator_id = via, v.jobvertex_id, v.operator_ids[pos]
             if s.max_parallelism != v.resolved_max_parallelism() and v.max_parallelism_configured:
                 out.status = LOST
-                return fail(
-                    MAX_PARALLELISM_MISMATCH, s.operator_id, saved_max=s.max_parallelism, new_max=v.max_parallelism
-                )
+                mismatch = {"saved_max": s.max_parallelism, "new_max": v.max_parallelism}
+                return outcomes, matched, Failure(MAX_PARALLELISM_MISMATCH, s.operator_id, mismatch)
             out.status = MATCHED
             matched[s.operator_id] = s
         elif allow_non_restored_state:
             out.status = SKIPPED if s.has_state else DROPPED_EMPTY
         elif s.has_state:
             out.status = LOST
-            return fail(UNMAPPED_STATE, s.operator_id)
+            return outcomes, matched, Failure(UNMAPPED_STATE, s.operator_id)
         else:
             out.status = DROPPED_EMPTY
-    by_id = {o.operator_id: o for o in outcomes}
+    return outcomes, matched, None
 
-    # (2) StateAssignmentOperation.checkStateMappingCompleteness (HashMap order of matched states).
-    if not profile.user_defined_ids_complete:
-        for op_id in java_hashmap_order(list(matched), len(saved)):
-            if op_id in generated:
-                continue
-            if not allow_non_restored_state:
-                by_id[op_id].status = LOST
-                return fail(NO_OPERATOR_FOR_STATE, op_id)
-            # Only logged ("Skipped checkpoint state"): the state stays, and the vertex that
-            # uses the user-defined ID still restores it below.
 
-    # (3) assignStates: per vertex, which saved state each operator takes, then the parallelism check.
+def check_state_mapping_completeness(
+    matched: dict[str, SavedOperator], generated: OperatorLookup, allow_non_restored_state: bool, saved_count: int
+) -> Failure | None:
+    """Step 2 where user-defined IDs are not complete (1.9/1.10),
+    ``StateAssignmentOperation.checkStateMappingCompleteness``: in the HashMap order of the
+    matched states, the first one matched only through a user-defined ID fails."""
+    for op_id in java_hashmap_order(list(matched), saved_count):
+        if op_id in generated:
+            continue
+        if not allow_non_restored_state:
+            return Failure(NO_OPERATOR_FOR_STATE, op_id)
+        # Only logged ("Skipped checkpoint state"): the state stays, and the vertex that
+        # uses the user-defined ID still restores it in step 3.
+    return None
+
+
+def assign_states(
+    vertices: Sequence[NewVertex], matched: dict[str, SavedOperator], profile: RestoreProfile
+) -> tuple[Failure | None, list[str]]:
+    """Step 3, ``StateAssignmentOperation.assignStates``: per vertex in JobGraph order, which
+    matched state each operator takes (its user-defined ID's when set, since FLINK-13973 only
+    if that was saved; else its generated ID's), then, for a vertex that is stateful by the
+    profile's rule, the parallelism check against each taken state's max parallelism, in the
+    profile's order. Returns the failure if any, and the matched IDs no operator took."""
     local = dict(matched)
     for v in sorted(vertices, key=lambda x: x.vertex_order):
         taken: list[tuple[str, SavedOperator]] = []  # (generated id, state)
@@ -276,13 +337,9 @@ def decide(
             taken = [(g, states[g]) for g in order]
         for _, s in taken:
             if s.max_parallelism < v.parallelism:
-                return fail(
-                    PARALLELISM_ABOVE_MAX, v.jobvertex_id, saved_max=s.max_parallelism, parallelism=v.parallelism
-                )
-    for op_id in local:  # matched in step 1 but the vertex restored the other ID's state
-        by_id[op_id].status = MATCHED_NOT_ASSIGNED
-    dropped = [o.operator_id for o in outcomes if o.status in (DROPPED_EMPTY, SKIPPED, MATCHED_NOT_ASSIGNED)]
-    return Decision(RESTORES, None, None, None, dropped, outcomes)
+                fields = {"saved_max": s.max_parallelism, "parallelism": v.parallelism}
+                return Failure(PARALLELISM_ABOVE_MAX, v.jobvertex_id, fields), []
+    return None, list(local)
 
 
 @dataclass

@@ -1,22 +1,22 @@
 """Step 1 for a whole batch: the contract checked over the batch's flattened columns.
 
 :func:`udfs.spec.contract.parse_graph` checks one graph node by node and names the first
-breach; per node, building and checking a row dict was most of the parse's cost. Here every
-field of every node (and edge) of the batch is one column, the SPEC defaults are applied
-column-wise, and each check is one pass over a column; graph-level checks (duplicate ids and
-uids, dangling edges, sources, orphans, cycles) run over the whole batch at once.
+breach; building and checking a row dict per node is most of its cost (docs/performance.md).
+Here every field of every node (and edge) of the batch is one column, the SPEC defaults are
+applied column-wise, and each check is one pass over a column; graph-level checks (duplicate
+ids and uids, dangling edges, sources, orphans, cycles) run over the whole batch at once.
 
 This path only *accepts*: a graph with anything unusual -- a breach, or something it does
 not handle itself (the adaptive-batch partitioners) -- goes to ``parse_graph``, which names
-the breach or accepts the graph. So every error message is parse_graph's, and
-tests/test_spec_batch.py checks that both paths accept the same graphs with the same rows.
+the breach or accepts the graph. So every error message is parse_graph's;
+tests/test_spec_contract.py checks that both paths accept the same graphs with the same rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -118,76 +118,172 @@ def _flags(values: list[Any], test) -> np.ndarray:
     return np.fromiter((test(v) for v in values), dtype=bool, count=len(values))
 
 
+class _Head(NamedTuple):
+    """A graph whose own fields pass :func:`udfs.spec.contract.graph_fields`."""
+
+    position: int  # in the input
+    graph: dict[str, Any]
+    nodes: list[Any]  # as given
+    edges: list[Any]
+    source_id_order: Any
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The heads' nodes and edges flattened, graph after graph (a graph's code: its position
+    in ``heads``); a node or edge that is no JSON object has no fields."""
+
+    heads: list[_Head]
+    n_counts: np.ndarray
+    e_counts: np.ndarray
+    ncode: np.ndarray  # graph code of each node
+    ecode: np.ndarray
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    node_is_object: np.ndarray
+    edge_is_object: np.ndarray
+
+    @staticmethod
+    def of(heads: list[_Head]) -> _Flat:
+        n_counts = np.array([len(h.nodes) for h in heads], dtype=np.int64)
+        e_counts = np.array([len(h.edges) for h in heads], dtype=np.int64)
+        raw_nodes = list(chain.from_iterable(h.nodes for h in heads))
+        raw_edges = list(chain.from_iterable(h.edges for h in heads))
+        return _Flat(
+            heads=heads,
+            n_counts=n_counts,
+            e_counts=e_counts,
+            ncode=np.repeat(np.arange(len(heads)), n_counts),
+            ecode=np.repeat(np.arange(len(heads)), e_counts),
+            nodes=[n if type(n) is dict else _NO_FIELDS for n in raw_nodes],
+            edges=[e if type(e) is dict else _NO_FIELDS for e in raw_edges],
+            node_is_object=np.ones(len(raw_nodes), dtype=bool) & _valid(raw_nodes, frozenset({dict})),
+            edge_is_object=np.ones(len(raw_edges), dtype=bool) & _valid(raw_edges, frozenset({dict})),
+        )
+
+
+@dataclass(frozen=True)
+class _NodeIds:
+    """The nodes' ids, checked, and the (graph, id) keys edges find their end nodes by."""
+
+    ids: list[Any]  # as given
+    ok: np.ndarray | bool  # a Java int
+    sorted_keys: np.ndarray
+    order: np.ndarray  # the node of each sorted key
+    repeated_in: np.ndarray  # codes of graphs with an id twice
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """The edges' fields with the SPEC defaults, checked, and their end nodes."""
+
+    columns: Lists  # source, target, partitioner, exchange_mode, type_number, output_tag
+    ok: np.ndarray
+    src_node: np.ndarray  # node index of each edge's source (-1: none)
+    dst_node: np.ndarray
+
+
 def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
     """The graphs of ``objs`` (parsed JSON) the columnar checks accept, and the positions of
-    the others, for :func:`udfs.spec.contract.parse_graph`."""
-    heads = []
-    rest = []
+    the others, for :func:`udfs.spec.contract.parse_graph`.
+
+    The checks, each over the whole batch: the graphs' own fields (:func:`_graph_heads`),
+    node ids unique per graph (:func:`_node_ids`), edges (:func:`_edge_columns`), node fields
+    with the SPEC defaults (:func:`_node_columns`), the graph-level rules
+    (:func:`_graph_breaches`) and source_id_order (:func:`_source_id_orders`). A graph with
+    any breach is one of the others."""
+    heads, rest = _graph_heads(objs)
+    flat = _Flat.of(heads)
+    ids = _node_ids(flat)
+    edges = _edge_columns(flat, ids)
+    in_degree = np.bincount(edges.dst_node[edges.ok], minlength=len(flat.nodes))
+    nodes, fields_ok = _node_columns(flat.nodes, in_degree)
+    is_source = np.array([v is True for v in nodes["is_source"]], dtype=bool)
+    bad = _graph_breaches(flat, nodes["uid"], is_source, in_degree, edges)
+    bad[ids.repeated_in] = True
+    bad[flat.ecode[~edges.ok]] = True
+    bad[flat.ncode[~(flat.node_is_object & ids.ok & fields_ok)]] = True
+    orders, wrong_order = _source_id_orders(flat, ids.ids, is_source, bad)
+    bad |= wrong_order
+    rest.extend(h.position for h, b in zip(heads, bad.tolist(), strict=True) if b)
+    rest.sort()
+    return _accepted(flat, ids.ids, nodes, edges, orders, ~bad), rest
+
+
+def _graph_heads(objs: list[Any]) -> tuple[list[_Head], list[int]]:
+    """The graphs whose own fields pass, and the positions of those that do not."""
+    heads: list[_Head] = []
+    rest: list[int] = []
     for pos, obj in enumerate(objs):
         try:
             graph, raw_nodes, raw_edges = graph_fields(obj)
         except ContractError:
             rest.append(pos)
             continue
-        heads.append((pos, graph, raw_nodes, raw_edges, obj.get("source_id_order")))
-    count = len(heads)
-    n_counts = np.array([len(h[2]) for h in heads], dtype=np.int64)
-    e_counts = np.array([len(h[3]) for h in heads], dtype=np.int64)
-    ncode = np.repeat(np.arange(count), n_counts)
-    ecode = np.repeat(np.arange(count), e_counts)
-    bad = np.zeros(count, dtype=bool)
+        heads.append(_Head(pos, graph, raw_nodes, raw_edges, obj.get("source_id_order")))
+    return heads, rest
 
-    # nodes: ids, unique per graph
-    raw_nodes = list(chain.from_iterable(h[2] for h in heads))
-    nd = [n if type(n) is dict else _NO_FIELDS for n in raw_nodes]
-    node_ok = np.ones(len(raw_nodes), dtype=bool) & _valid(raw_nodes, frozenset({dict}))
-    ids = [d.get("id") for d in nd]
+
+def _node_ids(flat: _Flat) -> _NodeIds:
+    """Each node's id (a Java int), the sorted (graph, id) keys, and the graphs that repeat an id."""
+    ids = [d.get("id") for d in flat.nodes]
     id_arr, id_ok = _java_ints(ids)
-    node_ok &= id_ok
-    keys = (ncode << 32) | (id_arr + 2**31)
+    keys = _node_keys(flat.ncode, id_arr)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     repeated = np.zeros(len(keys), dtype=bool)
     repeated[1:] = sorted_keys[1:] == sorted_keys[:-1]
-    bad[ncode[order][repeated]] = True
+    return _NodeIds(ids, id_ok, sorted_keys, order, flat.ncode[order][repeated])
 
-    # edges: both ends nodes of the graph, enums, ints, tags
-    raw_edges = list(chain.from_iterable(h[3] for h in heads))
-    ed = [e if type(e) is dict else _NO_FIELDS for e in raw_edges]
-    edge_ok = np.ones(len(raw_edges), dtype=bool) & _valid(raw_edges, frozenset({dict}))
+
+def _edge_columns(flat: _Flat, ids: _NodeIds) -> _Edges:
+    """The edges' fields with the SPEC defaults; an edge is valid when both ends are nodes of
+    its graph and its enums, ints and tag are."""
+    ed = flat.edges
     sources = [d.get("source") for d in ed]
     targets = [d.get("target") for d in ed]
     src_arr, src_ok = _java_ints(sources)
     dst_arr, dst_ok = _java_ints(targets)
-    edge_ok &= src_ok & dst_ok
-    src_node = _find(sorted_keys, order, (ecode << 32) | (src_arr + 2**31), edge_ok)
-    dst_node = _find(sorted_keys, order, (ecode << 32) | (dst_arr + 2**31), edge_ok)
-    edge_ok &= (src_node >= 0) & (dst_node >= 0)
+    ok = flat.edge_is_object & src_ok & dst_ok
+    src_node = _find(ids.sorted_keys, ids.order, _node_keys(flat.ecode, src_arr), ok)
+    dst_node = _find(ids.sorted_keys, ids.order, _node_keys(flat.ecode, dst_arr), ok)
+    ok &= (src_node >= 0) & (dst_node >= 0)
     partitioners = [d.get("partitioner", "FORWARD") for d in ed]
-    # a known partitioner or a named hash, but not the adaptive-batch ones: parse_graph decides
-    # those (Flink's rejections, or a dynamic graph)
-    distinct = set(partitioners) if set(map(type, partitioners)) <= _STR else None
-    if distinct is None or not all(
-        (p in _PARTITIONER_SET or is_named_hash(p)) and base_partitioner(p) not in _DYNAMIC_ONLY for p in distinct
-    ):
-        edge_ok &= _flags(
-            partitioners,
-            lambda p: (
-                type(p) is str
-                and (p in _PARTITIONER_SET or is_named_hash(p))
-                and base_partitioner(p) not in _DYNAMIC_ONLY
-            ),
-        )
+    ok &= _accepted_partitioners(partitioners)
     modes = [d.get("exchange_mode", "UNDEFINED") for d in ed]
-    edge_ok &= _valid(modes, _STR, _EXCHANGE_SET)
+    ok &= _valid(modes, _STR, _EXCHANGE_SET)
     type_numbers = [d.get("type_number", 0) for d in ed]
-    edge_ok &= _java_ints(type_numbers)[1]
+    ok &= _java_ints(type_numbers)[1]
     tags = [d.get("output_tag") for d in ed]
-    edge_ok &= _valid(tags, _STR_OR_NONE)
-    bad[ecode[~edge_ok]] = True
-    in_degree = np.bincount(dst_node[edge_ok], minlength=len(nd))
+    ok &= _valid(tags, _STR_OR_NONE)
+    columns = {
+        "source": sources,
+        "target": targets,
+        "partitioner": partitioners,
+        "exchange_mode": modes,
+        "type_number": type_numbers,
+        "output_tag": tags,
+    }
+    return _Edges(columns, ok, src_node, dst_node)
 
-    # node fields with the SPEC defaults (as udfs.spec.contract._node_row_raw)
+
+def _accepted_partitioners(partitioners: list[Any]) -> np.ndarray | bool:
+    """Per edge: a known partitioner or a named hash, but not the adaptive-batch ones (those
+    are parse_graph's to decide: Flink's rejections, or a dynamic graph). True when every
+    edge's is (the usual case: checked over the distinct values)."""
+    if set(map(type, partitioners)) <= _STR and all(_accepted_partitioner(p) for p in set(partitioners)):
+        return True
+    return _flags(partitioners, _accepted_partitioner)
+
+
+def _accepted_partitioner(p: Any) -> bool:
+    return type(p) is str and (p in _PARTITIONER_SET or is_named_hash(p)) and base_partitioner(p) not in _DYNAMIC_ONLY
+
+
+def _node_columns(nd: list[dict[str, Any]], in_degree: np.ndarray) -> tuple[Lists, np.ndarray]:
+    """The nodes' fields with the SPEC defaults (as udfs.spec.contract._node_row_raw; a node
+    without inputs is a source unless it says otherwise), by NODE_COLUMNS name, and whether
+    each node's are valid."""
     no_inputs = (in_degree == 0).tolist()
     is_source = [d.get("is_source", z) for d, z in zip(nd, no_inputs, strict=True)]
     has_operator = [d.get("has_operator", True) for d in nd]
@@ -199,113 +295,116 @@ def parse_batch(objs: list[Any]) -> tuple[ParsedBatch, list[int]]:
         s if s is not None or not op else ("HEAD" if k == "LEGACY" else "ALWAYS")
         for s, op, k in zip((d.get("chaining_strategy") for d in nd), has_operator, source_kind, strict=True)
     ]
-    max_par = [-1 if v is None else v for v in (d.get("max_parallelism") for d in nd)]
-    names = [d.get("name") for d in nd]
-    uids = [d.get("uid") for d in nd]
-    uid_hashes = [d.get("uid_hash") for d in nd]
-    parallelism = [d.get("parallelism") for d in nd]
-    ssg = [d.get("slot_sharing_group", "default") for d in nd]
-    yielding = [d.get("yielding", False) for d in nd]
-    configured = [d.get("parallelism_configured", False) for d in nd]
-    key_snapshots = [d.get("state_key_serializer_snapshot") for d in nd]
-    node_ok &= _valid(names, _STR)
-    par_arr, par_ok = _java_ints(parallelism)
-    node_ok &= par_ok & ((par_arr >= 1) | (par_arr == PARALLELISM_DEFAULT))
-    node_ok &= _java_ints(max_par)[1]
-    for column in (is_source, has_operator, yielding, configured):
-        node_ok &= _valid(column, _BOOL)
-    node_ok &= _valid(source_kind, _STR_OR_NONE, _SOURCE_KIND_SET)
-    node_ok &= _valid(strategy, _STR_OR_NONE, _STRATEGY_SET)
-    node_ok &= _valid(uids, _STR_OR_NONE)
-    node_ok &= _valid(ssg, _STR_OR_NONE)
-    node_ok &= _valid(key_snapshots, _STR_OR_NONE)
-    if any(v is not None for v in uid_hashes):
-        node_ok &= _flags(uid_hashes, lambda v: v is None or (type(v) is str and UID_HASH_RE.fullmatch(v) is not None))
-        uid_hashes = [v.lower() if type(v) is str else v for v in uid_hashes]
-    bad[ncode[~node_ok]] = True
+    cols: Lists = {
+        "name": [d.get("name") for d in nd],
+        "uid": [d.get("uid") for d in nd],
+        "uid_hash": [d.get("uid_hash") for d in nd],
+        "parallelism": [d.get("parallelism") for d in nd],
+        "max_parallelism": [-1 if v is None else v for v in (d.get("max_parallelism") for d in nd)],
+        "chaining_strategy": strategy,
+        "slot_sharing_group": [d.get("slot_sharing_group", "default") for d in nd],
+        "is_source": is_source,
+        "source_kind": source_kind,
+        "yielding": [d.get("yielding", False) for d in nd],
+        "has_operator": has_operator,
+        "parallelism_configured": [d.get("parallelism_configured", False) for d in nd],
+        "state_key_serializer_snapshot": [d.get("state_key_serializer_snapshot") for d in nd],
+    }
+    ok = np.ones(len(nd), dtype=bool) & _valid(cols["name"], _STR)
+    par_arr, par_ok = _java_ints(cols["parallelism"])
+    ok &= par_ok & ((par_arr >= 1) | (par_arr == PARALLELISM_DEFAULT))
+    ok &= _java_ints(cols["max_parallelism"])[1]
+    for flag in ("is_source", "has_operator", "yielding", "parallelism_configured"):
+        ok &= _valid(cols[flag], _BOOL)
+    ok &= _valid(source_kind, _STR_OR_NONE, _SOURCE_KIND_SET)
+    ok &= _valid(strategy, _STR_OR_NONE, _STRATEGY_SET)
+    ok &= _valid(cols["uid"], _STR_OR_NONE)
+    ok &= _valid(cols["slot_sharing_group"], _STR_OR_NONE)
+    ok &= _valid(cols["state_key_serializer_snapshot"], _STR_OR_NONE)
+    if any(v is not None for v in cols["uid_hash"]):
+        ok &= _flags(cols["uid_hash"], lambda v: v is None or (type(v) is str and UID_HASH_RE.fullmatch(v) is not None))
+        cols["uid_hash"] = [v.lower() if type(v) is str else v for v in cols["uid_hash"]]
+    return cols, ok
 
-    # graph-level: uids unique, a source, no node without inputs that is not a source, no cycle
+
+def _graph_breaches(
+    flat: _Flat, uids: list[Any], is_source: np.ndarray, in_degree: np.ndarray, edges: _Edges
+) -> np.ndarray:
+    """Per graph code: a uid twice, no source, a node without inputs that is no source, or a
+    cycle (over the valid edges)."""
+    ncode, count = flat.ncode, len(flat.heads)
+    bad = np.zeros(count, dtype=bool)
     seen: set[tuple[int, str]] = set()
     for j in (j for j, u in enumerate(uids) if type(u) is str):
         key = (int(ncode[j]), uids[j])
         if key in seen:
             bad[key[0]] = True
         seen.add(key)
-    source_arr = np.array([v is True for v in is_source], dtype=bool)
-    bad |= np.bincount(ncode[source_arr], minlength=count) == 0
-    bad[ncode[(in_degree == 0) & ~source_arr]] = True
-    bad[_cyclic(ncode, count, src_node[edge_ok], dst_node[edge_ok])] = True
+    bad |= np.bincount(ncode[is_source], minlength=count) == 0
+    bad[ncode[(in_degree == 0) & ~is_source]] = True
+    bad[_cyclic(ncode, count, edges.src_node[edges.ok], edges.dst_node[edges.ok])] = True
+    return bad
 
-    # source_id_order: exactly the source ids, in the exporter's order
+
+def _source_id_orders(
+    flat: _Flat, ids: list[Any], is_source: np.ndarray, bad: np.ndarray
+) -> tuple[list[list[int] | None], np.ndarray]:
+    """Each graph's source_id_order (None: not given, or the graph is ``bad`` already), and per
+    graph code whether it is wrong: it must list exactly the source ids (in the exporter's
+    order)."""
     orders: list[list[int] | None] = []
+    wrong = np.zeros(len(flat.heads), dtype=bool)
     sources_of: dict[int, list[int]] = {}
-    for j in np.flatnonzero(source_arr).tolist():
-        sources_of.setdefault(int(ncode[j]), []).append(ids[j])
-    for c, h in enumerate(heads):
-        value = h[4]
+    for j in np.flatnonzero(is_source).tolist():
+        sources_of.setdefault(int(flat.ncode[j]), []).append(ids[j])
+    for c, h in enumerate(flat.heads):
+        value = h.source_id_order
         if value is None or bad[c]:
             orders.append(None)
             continue
         valid = type(value) is list and all(type(v) is int for v in value)
         if not valid or sorted(value) != sorted(sources_of.get(c, [])):
-            bad[c] = True
+            wrong[c] = True
         orders.append(list(value) if type(value) is list else None)
+    return orders, wrong
 
-    good = ~bad
-    rest.extend(h[0] for h, b in zip(heads, bad.tolist(), strict=True) if b)
-    rest.sort()
-    keep_node = good[ncode].tolist()
-    keep_edge = good[ecode].tolist()
-    gids = [h[1]["graph_id"] for h in heads]
 
+def _accepted(
+    flat: _Flat, ids: list[Any], nodes: Lists, edges: _Edges, orders: list[list[int] | None], good: np.ndarray
+) -> ParsedBatch:
+    """The ``good`` graphs (per graph code) as the stream tables' columns."""
     everything = bool(good.all())
+    keep_node = good[flat.ncode].tolist()
+    keep_edge = good[flat.ecode].tolist()
 
     def kept(values: list, keep: list[bool]) -> list:
         return values if everything else [v for v, k in zip(values, keep, strict=True) if k]
 
-    node_gids = list(chain.from_iterable([g] * n for g, n in zip(gids, n_counts.tolist(), strict=True)))
-    edge_gids = list(chain.from_iterable([g] * n for g, n in zip(gids, e_counts.tolist(), strict=True)))
-    edge_idx = ranges(np.zeros(len(e_counts), dtype=np.int64), e_counts).tolist()
-    nodes = {
-        "graph_id": node_gids,
+    gids = [h.graph["graph_id"] for h in flat.heads]
+    node_columns = {
+        "graph_id": list(chain.from_iterable([g] * n for g, n in zip(gids, flat.n_counts.tolist(), strict=True))),
         "node_id": ids,
-        "name": names,
-        "uid": uids,
-        "uid_hash": uid_hashes,
-        "parallelism": parallelism,
-        "max_parallelism": max_par,
-        "chaining_strategy": strategy,
-        "slot_sharing_group": ssg,
-        "is_source": is_source,
-        "source_kind": source_kind,
-        "yielding": yielding,
-        "has_operator": has_operator,
-        "parallelism_configured": configured,
-        "state_key_serializer_snapshot": key_snapshots,
+        **nodes,
     }
-    edges = {
-        "graph_id": edge_gids,
-        "edge_idx": edge_idx,
-        "source": sources,
-        "target": targets,
-        "partitioner": partitioners,
-        "exchange_mode": modes,
-        "type_number": type_numbers,
-        "output_tag": tags,
+    edge_columns = {
+        "graph_id": list(chain.from_iterable([g] * n for g, n in zip(gids, flat.e_counts.tolist(), strict=True))),
+        "edge_idx": ranges(np.zeros(len(flat.e_counts), dtype=np.int64), flat.e_counts).tolist(),
+        **edges.columns,
     }
-    graphs = []
-    for h, order_value, g in zip(heads, orders, good.tolist(), strict=True):
-        if g:
-            graphs.append({**h[1], "source_id_order": order_value})
-    batch = ParsedBatch(
-        [h[0] for h, g in zip(heads, good.tolist(), strict=True) if g],
-        graphs,
-        n_counts[good].tolist(),
-        e_counts[good].tolist(),
-        {c: kept(nodes[c], keep_node) for c in NODE_COLUMNS},
-        {c: kept(edges[c], keep_edge) for c in EDGE_COLUMNS},
+    goods = good.tolist()
+    return ParsedBatch(
+        [h.position for h, g in zip(flat.heads, goods, strict=True) if g],
+        [{**h.graph, "source_id_order": o} for h, o, g in zip(flat.heads, orders, goods, strict=True) if g],
+        flat.n_counts[good].tolist(),
+        flat.e_counts[good].tolist(),
+        {c: kept(node_columns[c], keep_node) for c in NODE_COLUMNS},
+        {c: kept(edge_columns[c], keep_edge) for c in EDGE_COLUMNS},
     )
-    return batch, rest
+
+
+def _node_keys(codes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """(graph code, Java int id) -> one sortable int64 key."""
+    return (codes << 32) | (ids + 2**31)
 
 
 def _find(sorted_keys: np.ndarray, order: np.ndarray, keys: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Step 1, per graph: SPEC section 1 for one graph -- defaults applied, the contract checked,
 rows out (the columns of the stream tables, :data:`GRAPH_COLUMNS` etc.).
 
-This runs once per input graph inside a Spark ``mapInPandas`` (see
-:mod:`pipeline.compute.read`), so a graph that breaks the contract is turned into one
+This runs for each graph the columnar checks over a batch (:mod:`udfs.spec.batch`) do not
+accept, in the per-graph stage (:mod:`pipeline.compute.stage`), and for a single graph
+(:mod:`udfs.compute.one_graph`), so a graph that breaks the contract is turned into one
 ``graph_errors`` row right where it is read, and never reaches the later steps. The
 checks are the ones a person can act on: each error names the offending node or edge.
 """
