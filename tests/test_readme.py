@@ -1,0 +1,62 @@
+"""README is for users and stays true: its "How it works" tree lists every module of pipeline/
+and udfs/ (and nothing that is not there), its conformance table is the one the results in
+conformance/results/ give, its two commands are the Makefile's, and it tells no history (no
+commit hashes, no issue numbers): that lives in docs/."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _tree() -> list[str]:
+    """The paths the README's module tree names (indentation = folder nesting)."""
+    block = README.split("## How it works", 1)[1].split("```", 2)[1]
+    stack: list[tuple[int, str]] = []
+    paths = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        name = line.split()[0]
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = "".join(p for _, p in stack) + name
+        if name.endswith("/"):
+            stack.append((indent, name))
+        paths.append(path)
+    return paths
+
+
+def test_the_tree_lists_every_module_and_only_modules_that_exist():
+    listed = {p for p in _tree() if p.endswith(".py")}
+    actual = {p.relative_to(ROOT).as_posix() for pkg in ("pipeline", "udfs") for p in (ROOT / pkg).rglob("*.py")
+              if p.name != "__init__.py"}  # fmt: skip
+    assert actual - listed == set(), f"modules missing from README: {sorted(actual - listed)}"
+    assert listed - actual == set(), f"README lists modules that do not exist: {sorted(listed - actual)}"
+
+
+def test_the_conformance_table_is_the_results():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance_table.py")], capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    assert out in README
+
+
+def test_the_two_commands_and_ci():
+    assert "make demo" in README and "make test" in README
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_is_a_guide_not_a_diary():
+    assert len(README.splitlines()) <= 315  # a user's guide of about 300 lines
+    assert not re.search(r"\bissues? \d+", README, re.I)
+    hashes = [h for h in re.findall(r"(?<![0-9a-zA-Z-])[0-9a-f]{7,12}(?![0-9a-zA-Z])", README) if re.search(r"\d", h)
+              and re.search(r"[a-f]", h)]  # fmt: skip
+    assert not hashes, f"commit hashes in README: {hashes}"
