@@ -120,7 +120,7 @@ def test_compute_and_check_restore_run_on_the_cluster_and_equal_a_local_run(spar
     for t in TABLES:
         assert _rows(spark, out, t) == _rows(spark, local, t), t
 
-    cases = rc.read_cases(f"{RESTORE_SET}.jsonl.gz")[:6]
+    cases = rc.read_cases(f"{RESTORE_SET}.jsonl.gz")[:2]
     fleet = rc.write_case_fleet(cases, rc.read_metadata_tar(f"{RESTORE_SET}-metadata.tar.gz"), tmp_path / "fleet")
     rout = str(tmp_path / "cluster-restore")
     args = ("--graphs", str(fleet / "graphs"), "--checks", str(fleet / "checks.jsonl"), "--output", rout)

@@ -36,51 +36,6 @@ def jobs(tmp_path_factory):
     return out
 
 
-def test_a_failing_deploy_exits_1_and_says_why_and_how_to_fix_it(jobs, tmp_path, capsys):
-    folder, case = jobs["sp-2.3-s11-00057"]
-    flink = rc.flink_answer(case, False)
-    assert flink.verdict == "FAILS"
-    code = main(["check-restore", "--quiet", "--savepoint", str(folder / "savepoints" / "savepoint-1"),
-                 "--graphs", str(folder / "v2.jsonl"), "--previous-graphs", str(folder / "v1.json"),
-                 "--report", str(tmp_path / "report")])  # fmt: skip
-    printed = capsys.readouterr().out.splitlines()
-    assert code == 1, printed
-    head = f"check-restore: FAILS ({flink.failure}, at job start): {case['v2']['graph_id']} from "
-    assert printed[0].startswith(head)
-    assert printed[1] == f"  operator {flink.operator_id}"
-    assert printed[2].startswith("  Flink: Failed to rollback to checkpoint/savepoint ")
-    assert f"Cannot map checkpoint/savepoint state for operator {flink.operator_id}" in printed[2]
-    assert '  fix on "Elastic: Committer": .setUidHash("c05490c66c5430e8899ba457291f89df") '\
-           "[proven: the patched job restores]" in printed  # fmt: skip
-    suite = ET.parse(tmp_path / "report.xml").getroot()
-    assert (suite.tag, suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("testsuite", "1", "1", "0")
-    failure = suite.find("testcase/failure")
-    assert failure is not None and failure.get("type") == flink.failure and flink.operator_id in failure.get("message")
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["exit_code"] == 1 and report["check"]["verdict"] == "FAILS" and report["fixes"]
-
-
-def test_a_restoring_deploy_exits_0_and_the_newest_savepoint_is_taken(jobs, tmp_path, capsys):
-    folder, case = jobs["sp-2.3-s11-00000"]
-    assert rc.flink_answer(case, False).verdict == "RESTORES"
-    # a folder of several: an older, broken one and the real one, newest
-    old = folder / "savepoints" / "savepoint-0"
-    old.mkdir(exist_ok=True)
-    (old / "_metadata").write_bytes(b"not a savepoint")
-    past = time.time() - 3600
-    os.utime(old / "_metadata", (past, past))
-    code = main(["check-restore", "--quiet", "--savepoint", str(folder / "savepoints"),
-                 "--graphs", str(folder / "v2.jsonl"), "--report", str(tmp_path / "ok")])  # fmt: skip
-    printed = capsys.readouterr().out.splitlines()
-    assert code == 0, printed
-    assert printed[0].startswith(f"check-restore: RESTORES: {case['v2']['graph_id']} from ")
-    assert printed[0].endswith("savepoint-1")
-    # the vectors keep only _metadata: the state files are missing, and the gate says so
-    assert any(line.startswith("  not decidable here: STATE_UNREADABLE: state stream ") for line in printed)
-    suite = ET.parse(tmp_path / "ok.xml").getroot()
-    assert (suite.get("failures"), suite.get("errors")) == ("0", "0")
-
-
 def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(jobs, tmp_path, capsys):
     folder, _ = jobs["sp-2.3-s11-00000"]
     bad = tmp_path / "bad"
@@ -105,21 +60,53 @@ def _ci_command(ci_file: str) -> str:
     return next(line for line in doc["restore-gate"]["script"] if "check-restore" in line)
 
 
+def _two_savepoints(folder: Path) -> Path:
+    """The job's savepoint folder with an older, broken savepoint beside the real one."""
+    old = folder / "savepoints" / "savepoint-0"
+    old.mkdir(exist_ok=True)
+    (old / "_metadata").write_bytes(b"not a savepoint")
+    past = time.time() - 3600
+    os.utime(old / "_metadata", (past, past))
+    return folder / "savepoints"
+
+
 @pytest.mark.parametrize(("ci_file", "case", "code"), [
     ("github-actions.yml", "sp-2.3-s11-00057", 1),
     ("gitlab-ci.yml", "sp-2.3-s11-00000", 0),
 ])  # fmt: skip
 def test_the_ci_examples_run_as_written(jobs, tmp_path, ci_file, case, code):
+    """Each CI example's check command as written, its variables set to a real savepoint folder
+    (the newest of two savepoints is taken) and a real edited job: a failing deploy exits 1 and
+    names the operator, Flink's message and the proven fix; a restoring one exits 0; the JUnit
+    and JSON reports say the same."""
     import subprocess
     import sys
 
-    folder, _ = jobs[case]
+    folder, c = jobs[case]
+    flink = rc.flink_answer(c, False)
+    assert flink.verdict == ("FAILS" if code else "RESTORES")
     cli = str(Path(sys.executable).parent / "flink-jobgraph")
     command = _ci_command(ci_file).replace("../flink-jobgraph/.venv/bin/flink-jobgraph", cli)
-    env = dict(os.environ, SAVEPOINTS=str(folder / "savepoints" / "savepoint-1"), NEW_SPEC=str(folder / "v2.jsonl"),
+    env = dict(os.environ, SAVEPOINTS=str(_two_savepoints(folder)), NEW_SPEC=str(folder / "v2.jsonl"),
                SPARK_LOCAL_IP="127.0.0.1")  # fmt: skip
     proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    printed = proc.stdout.splitlines()
+    pointer = f"file:{folder}/savepoints/savepoint-1"
     suite = ET.parse(tmp_path / "restore-report.xml").getroot()
-    assert suite.get("failures") == str(int(code == 1))
-    assert json.loads((tmp_path / "restore-report.json").read_text())["exit_code"] == code
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", str(int(code == 1)), "0")
+    report = json.loads((tmp_path / "restore-report.json").read_text())
+    assert report["exit_code"] == code
+    if code == 0:
+        assert printed[0] == f"check-restore: RESTORES: {c['v2']['graph_id']} from {pointer}"
+        # the vectors keep only _metadata: the state files are missing, and the gate says so
+        assert any(line.startswith("  not decidable here: STATE_UNREADABLE: state stream ") for line in printed)
+        return
+    assert printed[0] == f"check-restore: FAILS ({flink.failure}, at job start): {c['v2']['graph_id']} from {pointer}"
+    assert printed[1] == f"  operator {flink.operator_id}"
+    assert printed[2] == "  Flink: " + flink.message.replace(rc.PLACEHOLDER, pointer)
+    assert '  fix on "Elastic: Committer": .setUidHash("c05490c66c5430e8899ba457291f89df") '\
+           "[proven: the patched job restores]" in printed  # fmt: skip
+    failure = suite.find("testcase/failure")
+    assert failure is not None and failure.get("type") == flink.failure and flink.operator_id in failure.get("message")
+    assert report["check"]["verdict"] == "FAILS" and report["fixes"]

@@ -15,7 +15,7 @@ from pipeline.settings import SETTINGS_FILE, Settings, SettingsError, load_setti
 
 from .conftest import ROOT
 
-SECTIONS = "chains, limits, spark, testing"
+SECTIONS = "chains, limits, spark, tables, testing"
 
 
 def test_the_file_loads_into_typed_sections():
