@@ -607,3 +607,15 @@ def test_advice_texts():
     rows = sf.fix_rows({"check_id": "c"}, [p])
     assert rows[0]["reasons"] == [sr.KRYO_COLLECTION_ON_2X] and rows[0]["patch_field"] is None
     assert set(sf.NOT_FIXES) >= {"KEEP_KRYO_ON_2X", "TYPE_HINT_OR_TYPES_LIST_ON_2X"}
+
+
+def test_the_spec_backend_names_flinks_backends():
+    """StateBackendLoader.loadStateBackendFromConfig (1.13 - 2.x): ``hashmap``; the deprecated
+    ``jobmanager`` (MemoryStateBackend) and ``filesystem`` (HashMapStateBackend since 1.13) are heap
+    backends too (HeapKeyedStateBackend restores them all); ``rocksdb`` (EmbeddedRocksDBStateBackend);
+    a backend the rules do not model (ForSt, a custom factory) counts as not configured."""
+    assert [sr.backend_family(n) for n in ("hashmap", "HashMap", "jobmanager", "filesystem")] == ["hashmap"] * 4
+    assert sr.backend_family("org.apache.flink.runtime.state.hashmap.HashMapStateBackendFactory") == "hashmap"
+    assert sr.backend_family("rocksdb") == "rocksdb"
+    assert sr.backend_family("org.apache.flink.contrib.streaming.state.EmbeddedRocksDBStateBackend") == "rocksdb"
+    assert [sr.backend_family(n) for n in ("forst", "com.acme.MyBackendFactory", None, "")] == [None] * 4

@@ -59,6 +59,7 @@ __all__ = [
     "decide_states",
     "savepoint_major",
     "line_major",
+    "backend_family",
     "compatibility",
     "predict_new",
     "serializer_display",
@@ -303,6 +304,27 @@ def key_serializer_from_spec(value: str) -> SnapshotNode:
     return read.node  # an UNKNOWN node for a custom key serializer: its compatibility is unknown
 
 
+_HEAP_BACKENDS = ("hashmap", "jobmanager", "filesystem")
+_HEAP_CLASSES = ("HashMapStateBackend", "MemoryStateBackend", "FsStateBackend")
+
+
+def backend_family(name: str | None) -> str | None:
+    """The spec's ``state_backend`` as the rules know backends: ``hashmap`` for every heap backend
+    (Flink's names ``hashmap``, and the deprecated ``jobmanager`` / ``filesystem``, which
+    StateBackendLoader maps to MemoryStateBackend / HashMapStateBackend: all restore through
+    HeapKeyedStateBackend), ``rocksdb``, else None: ForSt and custom backends restore in ways not
+    modelled here, so they count as not configured (the savepoint's native handles may tell)."""
+    if not name:
+        return None
+    text = str(name).strip()
+    short = text.rsplit(".", 1)[-1]
+    if text.lower() in _HEAP_BACKENDS or short.removesuffix("Factory") in _HEAP_CLASSES:
+        return "hashmap"
+    if text.lower() == "rocksdb" or "RocksDBStateBackend" in short:
+        return "rocksdb"
+    return None
+
+
 @dataclass(frozen=True)
 class StateContext:
     """The versions and backend of one check.
@@ -310,7 +332,7 @@ class StateContext:
     ``saved_major`` / ``target_major``: Flink major lines (:func:`savepoint_major`,
     :func:`line_major` of the new spec's ``flink_version`` or the ``target_flink`` asked for).
     ``restore_backend``: ``hashmap`` / ``rocksdb`` as the new job is configured (spec field
-    ``state_backend``); None: taken from the savepoint's native handles where they tell
+    ``state_backend`` through :func:`backend_family`); None: taken from the savepoint's native handles where they tell
     (KeyGroupsStateHandle: hashmap, IncrementalRemoteKeyedStateHandle: rocksdb), else unknown."""
 
     saved_major: int | None
