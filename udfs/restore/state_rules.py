@@ -110,6 +110,9 @@ MESSAGES = {
     "the key schema has changed. However, migration for MapState currently only allows value schema evolutions.",
     "field_set": "Can not set {field_type} field {cls}.{field} to {value_class}",
     # HeapRestoreOperation.readKeyGroupStateData after a misread value (observed, Flink 2.3 / JDK 17+)
+    # LinkedOptionalMap.unwrapOptionals (KryoSerializerSnapshot.restoreSerializer): an entry whose value
+    # could not be read with the new job's classes
+    "missing_value": "Missing value for the key '{key}'",
     "heap_native_misread": 'Cannot invoke "org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot.'
     'getBackendStateType()" because "stateMetaInfoSnapshot" is null',
 }
@@ -932,6 +935,28 @@ def _assignable(value_class: str, field_type: str) -> bool:
     return False
 
 
+# Flink 1.x writes every serializer instance registered with Kryo (a registration, a default serializer)
+# Java-serialized as an ExecutionConfig$SerializableSerializer; 2.x moved the class
+# (org.apache.flink.api.common.SerializableSerializer), so the entry reads back without a value.
+SERIALIZABLE_SERIALIZER_1X = "org.apache.flink.api.common.ExecutionConfig$SerializableSerializer"
+
+
+def _kryo_entry_gone(node: SnapshotNode, root: str) -> tuple[str, str] | None:
+    """(path, key) of the first Kryo snapshot entry a 2.x class path cannot read back: a default
+    serializer or a registration held as 1.x's ExecutionConfig$SerializableSerializer, in the order
+    KryoSerializerSnapshot.restoreSerializer unwraps them (default serializers, then registrations)."""
+    for p, n in node_paths(node, root):
+        if not (n.kind == "KRYO" or n.class_name == KRYO):
+            continue
+        for name, value in n.facts.get("kryo_default_serializers") or []:
+            if value == SERIALIZABLE_SERIALIZER_1X:
+                return p, str(name)
+        for reg in n.facts.get("kryo_registrations") or []:
+            if reg.get("type") == "INSTANCE" and reg.get("serializer") == SERIALIZABLE_SERIALIZER_1X:
+                return p, str(reg.get("name") or reg.get("class"))
+    return None
+
+
 def _first_collection_kryo(node: SnapshotNode, root: str) -> str | None:
     return next((p for p, n in node_paths(node, root) if _is_collection_kryo(n)), None)
 
@@ -1014,6 +1039,7 @@ def _check_operator(
     check.unreadable()
     check.keyed_proxy_read()
     check.key()
+    check.kryo_entries_gone()
     check.heap_values()
     check.operator_backend()
     check.registration()
@@ -1148,6 +1174,35 @@ class _OperatorCheck:
             assumes=[f"keys must be compatible as is; here {c.result.lower()}: {c.why}"],
         )
 
+    def kryo_entries_gone(self) -> None:
+        """1.x -> 2.x: a saved Kryo snapshot holding a serializer instance (flink-avro registers one
+        for GenericData$Array) cannot be turned back into a serializer on 2.x, whatever the backend:
+        KryoSerializerSnapshot.restoreSerializer unwraps its entries (LinkedOptionalMap: "Missing value
+        for the key ...") while the keyed backend is built, before any value is read or state
+        registered (observed in every such cross-version restore of conformance/statetypes). Operator
+        state: when the operator backend reads its values (:meth:`operator_backend`)."""
+        if not self.ctx.crosses_to_2x:
+            return
+        for idx, name, info, kind in self.keyed_states():
+            for role, ser in info.serializers.items():
+                gone = _kryo_entry_gone(ser, _role(role))
+                if gone is not None:
+                    self.fails(
+                        "key",
+                        1 + idx,
+                        SNAPSHOT_CLASS_GONE,
+                        "IllegalStateException",
+                        MESSAGES["missing_value"].format(key=gone[1]),
+                        cause="KRYO_SERIALIZER_INSTANCE_1X",
+                        state_name=name,
+                        backend="keyed",
+                        state_kind=kind,
+                        field_path=gone[0],
+                        basis=["savepoint", "flink_source", "observed"],
+                        assumes=[_KRYO_INSTANCE_1X],
+                    )
+                    return
+
     def heap_values(self) -> None:
         """Heap restores (HeapRestoreOperation for native, HeapSavepointRestoreOperation for
         canonical savepoints) read every saved value back with the saved serializers, before any
@@ -1224,6 +1279,21 @@ class _OperatorCheck:
                 self.enum_removed("op_read", idx, name, _role(role), ser, backend=bk, state_kind=kind)
             for role, ser in info.serializers.items():
                 root = _role(role)
+                gone = _kryo_entry_gone(ser, root) if self.ctx.crosses_to_2x else None
+                if gone is not None:
+                    self.fails(
+                        "op_values",
+                        idx,
+                        SNAPSHOT_CLASS_GONE,
+                        "IllegalStateException",
+                        MESSAGES["missing_value"].format(key=gone[1]),
+                        cause="KRYO_SERIALIZER_INSTANCE_1X",
+                        field_path=gone[0],
+                        basis=["savepoint", "flink_source"],
+                        assumes=[_KRYO_INSTANCE_1X],
+                        **where,
+                    )
+                    break
                 hit = _field_set_failure(ser, self.classes, self.olds, root)
                 if hit is not None:
                     path, message, certain = hit
@@ -1395,6 +1465,11 @@ class _OperatorCheck:
 
 
 _TIMERS = ("TIMERS", "PRIORITY_QUEUE")
+_KRYO_INSTANCE_1X = (
+    "Flink 2.x has no org.apache.flink.api.common.ExecutionConfig$SerializableSerializer (moved to "
+    "org.apache.flink.api.common.SerializableSerializer): the Java-serialized entry of a 1.x Kryo snapshot reads "
+    "as absent"
+)
 _HEAP_ONLY = "restoring backend not known: a heap backend fails reading the values back, RocksDB at registration"
 _LAST_IN_KEY_GROUP = (
     "the misread state is the last one of its key group: the read may end without an error, then the "
