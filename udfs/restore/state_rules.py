@@ -109,6 +109,7 @@ MESSAGES = {
     "map_key": "The new serializer for a MapState requires state migration in order for the job to proceed, since "
     "the key schema has changed. However, migration for MapState currently only allows value schema evolutions.",
     "field_set": "Can not set {field_type} field {cls}.{field} to {value_class}",
+    "field_null": "Can not set {field_type} field {cls}.{field} to null value",
     # HeapRestoreOperation.readKeyGroupStateData after a misread value (observed, Flink 2.3 / JDK 17+)
     # LinkedOptionalMap.unwrapOptionals (KryoSerializerSnapshot.restoreSerializer): an entry whose value
     # could not be read with the new job's classes
@@ -957,6 +958,35 @@ def _kryo_entry_gone(node: SnapshotNode, root: str) -> tuple[str, str] | None:
     return None
 
 
+def _pojo_field_misread(
+    node: SnapshotNode, root: str, classes: Mapping[str, ClassFacts], olds: Mapping[str, ClassFacts]
+) -> tuple[str, str | None] | None:
+    """A saved POJO with a field Kryo holds as a ``java.util`` collection, read back by 2.x (heap
+    restore, operator state): PojoSerializer.deserialize reads each field as a null flag then the
+    value, in the snapshot's field order; Kryo 5 consumes the Kryo 2 collection bytes differently,
+    so the next field's null flag is read from the wrong byte: a primitive field then gets null,
+    ``Field.set`` -> ``IllegalArgumentException: Can not set long field x.P.id to null value``
+    (observed 10 of 10: every heap or operator-state restore of such a POJO across 1.x -> 2.x in
+    conformance/statetypes, NATIVE and CANONICAL). (path of the Kryo field, message or None when
+    the next field is not a known primitive)."""
+    for p, n in node_paths(node, root):
+        if n.kind != "POJO":
+            continue
+        for i, f in enumerate(n.fields):
+            if f.snapshot is None or not _is_collection_kryo(f.snapshot):
+                continue
+            where = f"{p}.fields.{f.name}"
+            if i + 1 >= len(n.fields):
+                return where, None
+            nxt = n.fields[i + 1].name
+            facts = olds.get(n.type_class or "") or classes.get(n.type_class or "")
+            ftype = facts.field_type(nxt) if facts is not None else None
+            if ftype in _PRIMITIVES:
+                return where, MESSAGES["field_null"].format(field_type=ftype, cls=n.type_class, field=nxt)
+            return where, None
+    return None
+
+
 def _first_collection_kryo(node: SnapshotNode, root: str) -> str | None:
     return next((p for p, n in node_paths(node, root) if _is_collection_kryo(n)), None)
 
@@ -1078,7 +1108,7 @@ class _OperatorCheck:
         kw.setdefault("operator_id", self.op.operator_id)
         self.col.add(StateProblem(**kw), (*self.key_order, _PHASES[phase], idx))
 
-    def fails(self, phase: str, idx: int, failure: str, error: str, message: str, **kw: Any) -> None:
+    def fails(self, phase: str, idx: int, failure: str, error: str, message: str | None, **kw: Any) -> None:
         kw.setdefault("failure_stage", TASK_RESTORE)
         self.add(phase, idx, verdict=FAILS, failure=failure, error_class=ERROR_CLASSES[error], message=message, **kw)
 
@@ -1216,6 +1246,23 @@ class _OperatorCheck:
                 continue
             where = {"state_name": name, "backend": "keyed", "state_kind": kind}
             kryo_at = _first_collection_kryo(ser, "value") if self.ctx.crosses_to_2x else None
+            misread = _pojo_field_misread(ser, "value", self.classes, self.olds) if kryo_at is not None else None
+            if misread is not None and self.backend is not None:
+                # any heap restore (NATIVE or CANONICAL) reads the POJO back and fails on its next field
+                self.fails(
+                    "values",
+                    idx,
+                    KRYO_COLLECTION_ON_2X,
+                    "IllegalArgumentException",
+                    misread[1],
+                    cause=KRYO_COLLECTION_ON_2X,
+                    field_path=misread[0],
+                    basis=["savepoint", "class_facts", "flink_source", "observed"],
+                    uncertain={} if misread[1] else {"message": _POJO_MISREAD},
+                    assumes=[_KRYO5_MISREADS],
+                    **where,
+                )
+                continue
             if kryo_at is not None:
                 if self.fmt == "NATIVE" and self.backend == "hashmap":
                     # Kryo 5 misreads the Kryo 2 bytes of a collection, the key-group stream loses its
@@ -1311,6 +1358,22 @@ class _OperatorCheck:
                     )
                     break
                 kryo_at = _first_collection_kryo(ser, root) if self.ctx.crosses_to_2x else None
+                misread = _pojo_field_misread(ser, root, self.classes, self.olds) if kryo_at is not None else None
+                if misread is not None:
+                    self.fails(
+                        "op_values",
+                        idx,
+                        KRYO_COLLECTION_ON_2X,
+                        "IllegalArgumentException",
+                        misread[1],
+                        cause=KRYO_COLLECTION_ON_2X,
+                        field_path=misread[0],
+                        basis=["savepoint", "class_facts", "flink_source", "observed"],
+                        uncertain={} if misread[1] else {"message": _POJO_MISREAD},
+                        assumes=[_KRYO5_MISREADS],
+                        **where,
+                    )
+                    break
                 if kryo_at is not None:
                     self.add(
                         "op_values",
@@ -1476,6 +1539,10 @@ _LAST_IN_KEY_GROUP = (
     "registration check fails"
 )
 _KRYO5_MISREADS = "Flink 2.x's Kryo 5 reads Kryo 2 collection bytes wrongly (observed, not documented)"
+_POJO_MISREAD = (
+    "the field after the misread collection is not a known primitive: the read goes on misaligned and fails "
+    "(or not) in a way not known"
+)
 _MAYBE_NULLS = "the saved field may hold only nulls (then the registration check fails instead)"
 _POJO_NO_LONGER = (
     "the heap restore rebuilds saved POJOs of a class that is no longer a POJO: it fails there if the class lost "
