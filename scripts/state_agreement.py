@@ -59,6 +59,7 @@ class Judged:
     """One case: Flink's outcome, the row's, and per aspect agree / not decidable / disagree."""
 
     case_id: str
+    changed: str  # what v2 changed (the case's edits), to read a disagreement by
     flink: dict[str, Any]
     row: dict[str, Any]
     aspects: dict[str, str] = field(default_factory=dict)
@@ -110,6 +111,23 @@ def _listed(value: Any) -> list[str]:
     return [] if value is None else [str(v) for v in value]
 
 
+def edits_text(case: dict[str, Any]) -> str:
+    """The case's edits in one line: ``change_state_kind keyed-1/map_pojo MAP->VALUE; rename_op ...``."""
+    out = []
+    for e in case["edits"]:
+        what = e.get("target", "")
+        if e.get("state"):
+            what += "/" + str(e["state"])
+        if "old_jar" in e:
+            what += f" {e['old_jar']}->{e['new_jar']}"
+        elif "old" in e:
+            what += f" {e['old']}->{e['new']}"
+        out.append(f"{e['type']} {what}".strip())
+    backend = case["runtime"]["state_backend"]
+    fmt = case["runtime"].get("savepoint_format") or case["runtime"].get("taken_by")
+    return f"[{backend} {fmt}] " + ("; ".join(out) or "no edit")
+
+
 def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     """The row against Flink's outcome, aspect by aspect."""
     flink = sv.recorded(case, sv.inputs(case, folder))
@@ -129,7 +147,7 @@ def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     open_aspects: set[str] = set(ASPECTS) if row.get("decidable") is False else set()
     for r in reasons:
         open_aspects.update(_OPEN.get(r.split(":", 1)[0].strip(), ()))
-    j = Judged(case["case_id"], flink, got, reasons=reasons)
+    j = Judged(case["case_id"], edits_text(case), flink, got, reasons=reasons)
     for a in ASPECTS:
         if row.get("decidable") is False:
             j.aspects[a] = NOT_DECIDABLE
@@ -158,19 +176,22 @@ def table(name: str, judged: list[Judged], unchanged: int) -> str:
         "",
         f"Rows with inputs taken as unchanged (taken_as_unchanged not empty): {unchanged}",
         "",
-        "Disagreements (aspect: Flink | check-restore):",
+        "Disagreements (aspect: Flink | check-restore), with what v2 changed:",
     ]
     for j in judged:
+        if DISAGREE in j.aspects.values():
+            lines.append(f"- {j.case_id} {j.changed}")
         for a in ASPECTS:
             if j.aspects[a] == DISAGREE:
-                lines.append(f"- {j.case_id} {a}: {_short(j.flink[a])} | {_short(j.row[a])}")
+                lines.append(f"  - {a}: {_short(j.flink[a])} | {_short(j.row[a])}")
     lines += ["", "Not decidable (the row's reasons):"]
     for j in judged:
         which = [a for a in ASPECTS if j.aspects[a] == NOT_DECIDABLE]
         if which:
             what = "all five" if len(which) == len(ASPECTS) else ", ".join(which)
             why = "; ".join(_short(r, 160) for r in j.reasons) or "decidable = false"
-            lines.append(f"- {j.case_id} ({what}; Flink: {j.flink['verdict']} {j.flink['failure'] or ''}): {why}")
+            flink = f"{j.flink['verdict']} {j.flink['failure'] or ''}".strip()
+            lines.append(f"- {j.case_id} ({what}; Flink: {flink}; {j.changed}): {why}")
     return "\n".join(lines) + "\n"
 
 
