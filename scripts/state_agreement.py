@@ -60,6 +60,7 @@ class Judged:
 
     case_id: str
     changed: str  # what v2 changed (the case's edits), to read a disagreement by
+    cause: str  # why the inputs cannot show it (cause_of)
     flink: dict[str, Any]
     row: dict[str, Any]
     aspects: dict[str, str] = field(default_factory=dict)
@@ -128,6 +129,23 @@ def edits_text(case: dict[str, Any]) -> str:
     return f"[{backend} {fmt}] " + ("; ".join(out) or "no edit")
 
 
+def cause_of(case: dict[str, Any]) -> str:
+    """Why the inputs cannot show what v2 changed, read from the case (for the disagreements' list):
+    what user code declares (a state's kind or value type, an Avro GenericRecord's schema) or
+    bundles (flink-avro) is in no spec field."""
+    types = {e["type"] for e in case["edits"]}
+    dropped_avro = bool(case["v1_program"].get("bundled_jars")) and not case["v2_program"].get("bundled_jars")
+    if dropped_avro:
+        return "flink-avro no longer on the new job's class path (what a job bundles is in no spec field)"
+    if any(e["type"] == "change_user_class" and e.get("target") == "AvroRec" for e in case["edits"]):
+        return "Avro GenericRecord schema changed in user code (GenericRecordAvroTypeInfo: no class to describe)"
+    if "change_state_kind" in types:
+        return "state kind declared differently in user code (state descriptors are not in the spec)"
+    if "change_value_type" in types:
+        return "state value type declared differently in user code (state descriptors are not in the spec)"
+    return "other"
+
+
 def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     """The row against Flink's outcome, aspect by aspect."""
     flink = sv.recorded(case, sv.inputs(case, folder))
@@ -147,7 +165,7 @@ def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     open_aspects: set[str] = set(ASPECTS) if row.get("decidable") is False else set()
     for r in reasons:
         open_aspects.update(_OPEN.get(r.split(":", 1)[0].strip(), ()))
-    j = Judged(case["case_id"], edits_text(case), flink, got, reasons=reasons)
+    j = Judged(case["case_id"], edits_text(case), cause_of(case), flink, got, reasons=reasons)
     for a in ASPECTS:
         if row.get("decidable") is False:
             j.aspects[a] = NOT_DECIDABLE
@@ -176,11 +194,14 @@ def table(name: str, judged: list[Judged], unchanged: int) -> str:
         "",
         f"Rows with inputs taken as unchanged (taken_as_unchanged not empty): {unchanged}",
         "",
-        "Disagreements (aspect: Flink | check-restore), with what v2 changed:",
+        "Disagreeing cases by cause:",
     ]
+    causes = Counter(j.cause for j in judged if DISAGREE in j.aspects.values())
+    lines += [f"- {n} {cause}" for cause, n in causes.most_common()]
+    lines += ["", "Disagreements (aspect: Flink | check-restore), with what v2 changed:"]
     for j in judged:
         if DISAGREE in j.aspects.values():
-            lines.append(f"- {j.case_id} {j.changed}")
+            lines.append(f"- {j.case_id} {j.changed}: {j.cause}")
         for a in ASPECTS:
             if j.aspects[a] == DISAGREE:
                 lines.append(f"  - {a}: {_short(j.flink[a])} | {_short(j.row[a])}")
