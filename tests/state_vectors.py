@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,7 +120,9 @@ def inputs(case: dict[str, Any], folder: Path) -> CaseInputs:
     md = parse_metadata((folder / "_metadata").read_bytes())
     saved = decode_operator_states(md, local_file_reader(folder))
     nodes, ops, vertices, _ = compute_one(case["v2"])
-    profile = rr.RestoreProfile.from_dict(json.loads(PROFILE.read_text())["restore"])
+    profile = rr.RestoreProfile.for_line(case["v2"].get("flink_version")) or rr.RestoreProfile.from_dict(
+        json.loads(PROFILE.read_text())["restore"]
+    )
     topology = rr.decide(
         [rr.SavedOperator.from_dict(vars(o)) for o in md.operators],
         [rr.NewVertex.from_dict(r) for r in vertices.to_dict("records")],
@@ -177,6 +180,13 @@ def decide(ci: CaseInputs) -> sr.StateDecision:
 #  Flink's recorded outcome, in the rules' terms
 # ------------------------------------------------------------------------------------------------
 
+# The JobMaster's failures (job_init), as devtools/restore_cases.py reads them.
+_TOPOLOGY_KINDS = (
+    ("Cannot map checkpoint/savepoint state", rr.UNMAPPED_STATE),
+    ("Max parallelism mismatch", rr.MAX_PARALLELISM_MISMATCH),
+    ("of the restored state is lower than the configured parallelism", rr.PARALLELISM_ABOVE_MAX),
+    ("There is no operator for the state", rr.NO_OPERATOR_FOR_STATE),
+)
 _KINDS = (
     ("The new key serializer", sr.KEY_SERIALIZER_INCOMPATIBLE),
     ("Could not create a restore serializer for enum", sr.ENUM_CONSTANT_REMOVED),
@@ -188,20 +198,48 @@ _KINDS = (
     ("Can not set", sr.STATE_READ_FAILED),
     ("Buffer underflow", sr.STATE_READ_FAILED),
     ("stateMetaInfoSnapshot", sr.STATE_READ_FAILED),
+    # the statetypes-*-s21 sets (conformance/statetypes) have these as well
+    ("Incompatible state assignment modes", sr.STATE_KIND_CHANGED),  # split <-> union list state
+    ("No more bytes left", sr.STATE_READ_FAILED),  # Kryo reading bytes of another shape
+    ("Encountered unregistered class ID", sr.STATE_READ_FAILED),  # Kryo 5 reading Kryo 2 bytes
+    ("out of bounds for length", sr.STATE_READ_FAILED),  # Avro reading with an incompatible schema
+    (".<init>()", sr.STATE_READ_FAILED),  # NoSuchMethodException: a saved POJO's class lost its constructor
+    ("migrate RocksDB state", sr.STATE_READ_FAILED),  # RocksDB migrating values it cannot read
+    # the saved serializer snapshot names a class the new job's class path lacks: flink-avro's
+    # AvroSerializerSnapshot (the job dropped flink-avro), or 1.x's Java-serialized
+    # ExecutionConfig$SerializableSerializer inside a Kryo registration (gone in 2.x)
+    ("ClassNotFoundException", sr.SNAPSHOT_CLASS_GONE),
+    ("Missing value for the key", sr.SNAPSHOT_CLASS_GONE),
 )
+# what a 1.x Kryo-held java.util collection looks like when 2.x restores it (docs/state-rules.md)
+_KRYO_COLLECTION_TYPES = ("LIST_HINT", "MAP_HINT", "POJO_COLL")
 
 
 def recorded_kind(case: dict[str, Any]) -> str | None:
-    """Flink's root exception as a failure kind. In the cross-version set v2 is v1's very program
-    and jar (its edits are topology only), so a state-type failure there comes from the version
-    change: it is read as KRYO_COLLECTION_ON_2X, the one upgrade failure kind."""
+    """Flink's root exception as a failure kind. The JobMaster's (job_init) by the topology
+    half's kinds. Across majors (1.x -> 2.x), a serializer incompatibility or a failed read-back
+    of a job whose v1 had a Kryo-held collection (LIST_HINT, MAP_HINT, or a POJO_COLL's fields)
+    comes from the version change (every such case fails, whatever else changed: docs/state-rules.md)
+    and is read as KRYO_COLLECTION_ON_2X, except a retyped POJO field named in the message; in the
+    s11 cross set v2 is v1's very program and jar, so there every state failure is that."""
     if case["verdict"] != "FAILED":
         return None
-    msg = case["error_message"] or ""
+    msg = f"{case.get('error_class') or ''}: {case['error_message'] or ''}"
+    if case.get("failure_stage") == "job_init":
+        return next((k for text, k in _TOPOLOGY_KINDS if text in msg), "OTHER")
     kind = next((k for text, k in _KINDS if text in msg), "OTHER")
-    if case["_set"].startswith("statetypes-1.20to2.3") and kind in (
-        sr.STATE_SERIALIZER_INCOMPATIBLE,
-        sr.STATE_READ_FAILED,
+    crosses = sr.line_major(case["flink_version_v1"]) == 1 and (sr.line_major(case["flink_version_v2"]) or 0) >= 2
+    kryo_collection = any(s["value_type"] in _KRYO_COLLECTION_TYPES for s in case["states_v1"])
+    retyped_field = "Can not set" in msg and "to null value" not in msg
+    if (
+        crosses
+        and kryo_collection
+        and not retyped_field
+        and kind
+        in (
+            sr.STATE_SERIALIZER_INCOMPATIBLE,
+            sr.STATE_READ_FAILED,
+        )
     ):
         return sr.KRYO_COLLECTION_ON_2X
     return kind
@@ -212,6 +250,9 @@ def recorded_operator(case: dict[str, Any], ci: CaseInputs) -> str | None:
     not be built names ``Operator_<id>_(i/n)``), else the one stateful operator of the FAILED task."""
     if case["verdict"] != "FAILED":
         return None
+    if case.get("failure_stage") == "job_init":  # the JobMaster names the saved operator's ID
+        m = re.search(r"\b[0-9a-f]{32}\b", case["error_message"] or "")
+        return m.group(0) if m else None
     for line in case["error_chain"]:
         for op_id in ci.order:
             if f"_{op_id}_(" in line:

@@ -294,3 +294,45 @@ def test_missing_maven_is_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(export_cmd.ExportError, match=r"Maven \(mvn\) not found on PATH"):
         export_cmd.ensure_harness(export_cmd.harness_dir(), "2.3", rebuild=True, quiet=True)
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_state_backend_and_user_classes(built, line):
+    """Graph fields ``state_backend`` and ``user_classes`` (docs/spec-extensions.md): the backend
+    Flink starts the job with (Flink's default hashmap when nothing is set; ``-D``; the job's own
+    ``env.configure``; 1.x ``env.setStateBackend`` winning over the configuration, as in
+    StateBackendLoader.fromApplicationOrConfigOrDefault), and what TypeExtractor makes of the --jar's
+    classes: never the --classpath's (the connector) nor Flink's."""
+    job = "StateFactsJob"
+    rc, specs, err = export(built, line, job, args=("none",))
+    assert rc == 0, err
+    spec = specs[0]
+    assert spec["state_backend"] == "hashmap"
+    classes = spec["user_classes"]
+    prefix = "org.flinkjobgraph.testjobs.StateFactsJob"
+    order = classes[f"{prefix}$Order"]
+    assert order["kind"] == "pojo"
+    assert order["fields"] == [
+        {"name": "color", "type": f"{prefix}$Color"},
+        {"name": "counts", "type": "java.util.Map<java.lang.String, java.lang.Long>"},
+        {"name": "customer", "type": "java.lang.String"},
+        {"name": "id", "type": "long"},
+        {"name": "tags", "type": "java.util.List<java.lang.String>"},
+    ]
+    assert classes[f"{prefix}$Opaque"] == {
+        "kind": "generic",
+        "fields": [{"name": "x", "type": "long"}, {"name": "y", "type": "java.lang.String"}],
+    }
+    assert classes[f"{prefix}$Color"] == {"kind": "enum", "enum_constants": ["RED", "GREEN", "BLUE"]}
+    assert not {f"{prefix}$Marker", f"{prefix}$Inner", f"{prefix}$1"} & set(classes)
+    assert all(c.startswith("org.flinkjobgraph.testjobs.") for c in classes)  # not the connector's
+    assert spec["user_classes_skipped"] >= 0 and "user classes:" in err
+    rc, specs, err = export(built, line, job, "-D", "state.backend.type=rocksdb", args=("none",))
+    assert rc == 0 and specs[0]["state_backend"] == "rocksdb", err
+    rc, specs, err = export(built, line, job, args=("configure:rocksdb",))
+    assert rc == 0 and specs[0]["state_backend"] == "rocksdb", err
+    rc, specs, err = export(built, line, job, "-D", "state.backend.type=rocksdb", args=("object",))
+    assert rc == 0, err
+    assert specs[0]["state_backend"] == ("hashmap" if line.startswith("1.") else "rocksdb")  # 2.x: no such method
+    rc, specs, err = export(built, line, job, "--user-classes-limit", "0", args=("none",))
+    assert rc == 0 and "user_classes" not in specs[0], err

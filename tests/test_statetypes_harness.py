@@ -161,3 +161,37 @@ def test_key_serializer_snapshot_is_what_the_savepoint_holds():
                 assert same != changed, (c["case_id"], side, n["name"], tree, saved[op]["keyed"]["key_serializer"])
                 seen[(side, "changed" if changed else "unchanged")] += 1
     assert seen[("v1", "unchanged")] > 100 and seen[("v2", "changed")] > 5, seen
+
+
+def _short_type(t: str) -> str:
+    return t.replace("java.lang.", "").replace("java.util.", "")
+
+
+def test_exported_backend_and_user_classes_are_what_the_job_ran_with():
+    """The exporter's graph fields (docs/spec-extensions.md) against what the harness knows for
+    certain: ``state_backend`` is the backend each side really ran with (``runtime``), and for every
+    user class a state names, ``user_classes`` holds the kind, fields (name and type) and enum
+    constants of the class the harness compiled into that side's jar (``*_class_def``): POJO field
+    edits, POJO <-> Kryo, the @TypeInfo factory, enum constants. Avro records are GenericRecords
+    whose schema lives in code, not a class: no facts to compare."""
+    checked = 0
+    for c in CASES:
+        for side in ("v1", "v2"):
+            spec = c[side]
+            assert spec["state_backend"] == c["runtime"]["state_backend"], (c["case_id"], side)
+            assert "statetypes.user.StJob" in spec["user_classes"], (c["case_id"], side)
+            for s in c[f"states_{side}"]:
+                for key in ("value_class_def", "key_class_def"):
+                    d = s.get(key)
+                    if not d or d["kind"] == "avro":
+                        continue
+                    facts = spec["user_classes"][d["name"]]
+                    assert facts["kind"] == d["kind"], (c["case_id"], side, d["name"])
+                    if d["kind"] == "enum":
+                        assert facts["enum_constants"] == d["constants"], (c["case_id"], side)
+                    else:
+                        want = sorted((n, t) for t, n in d["fields"])
+                        got = sorted((f["name"], _short_type(f["type"])) for f in facts["fields"])
+                        assert got == want, (c["case_id"], side, d["name"])
+                    checked += 1
+    assert checked > 1000

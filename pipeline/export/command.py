@@ -44,6 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "already has, Flink's own, are left out)")
     c.add_argument("--expected", action="store_true", help="add Flink's own JobGraph answer to each line")
     c.add_argument("--first", action="store_true", help="stop main() at its first submitted job")
+    c.add_argument("--user-classes-limit", type=int, metavar="N",
+                   help="classes of --jar described in the graph field user_classes at most (default 20000; "
+                   "0 leaves the field out): bounds the export of a fat jar")
     c.add_argument("--rebuild", action="store_true", help="rebuild the harness even if it looks current")
     c.add_argument("--harness-dir", help=f"harness sources (default: this checkout's harness/, or ${HARNESS_ENV})")
     c.add_argument("program_args", nargs="*", metavar="-- ARGS", help="arguments for the job's main()")
@@ -78,6 +81,10 @@ def harness_args(args: argparse.Namespace) -> list[str]:
         out.append("--expected")
     if args.first:
         out.append("--first")
+    if getattr(args, "user_classes_limit", None) is not None:
+        if args.user_classes_limit < 0:
+            raise ExportError(f"--user-classes-limit expects a number >= 0, got {args.user_classes_limit}")
+        out += ["--user-classes-limit", str(args.user_classes_limit)]
     if args.program_args:
         out += ["--", *args.program_args]
     return out

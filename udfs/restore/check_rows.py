@@ -167,9 +167,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     return out
 
 
-def _unreadable_streams(
-    decision: sr.StateDecision, states: dict[str, Any], matched: dict[str, sr.NewOperator]
-) -> None:
+def _unreadable_streams(decision: sr.StateDecision, states: dict[str, Any], matched: dict[str, sr.NewOperator]) -> None:
     """A state stream of a restored operator that could not be read (a state file missing where
     the savepoint says, truncated, corrupt) leaves its types unknown: one NOT_DECIDABLE problem
     naming the file. (Flink itself would fail that restore in the task if the file is missing
@@ -218,7 +216,7 @@ def _state_half(
     ctx = sr.StateContext(
         saved_major=sr.savepoint_major(next(iter(formats), None), check.get("old_flink_version")),
         target_major=sr.line_major(target),
-        restore_backend=graph.get("state_backend"),
+        restore_backend=sr.backend_family(graph.get("state_backend")),
     )
     decision = sr.decide_states(
         states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]

@@ -231,6 +231,22 @@ def advice_for(p: sr.StateProblem, old_types: Mapping[str, str] | None = None) -
                 "the state's new serializer is incompatible with the saved one",
             )
         ]
+    if kind == sr.SNAPSHOT_CLASS_GONE and cause == "KRYO_SERIALIZER_INSTANCE_1X":
+        return [
+            Advice(
+                "REWRITE_KRYO_STATE_ON_1X",
+                f"Before upgrading, on Flink 1.x: rewrite every Kryo-held state of this operator (here '{where}') with "
+                f"the {_SPA} into explicitly typed state (no Kryo), or leave it out of the rewritten savepoint: 2.x "
+                "builds the keyed backend from every saved state's serializer snapshot, and a 1.x Kryo snapshot "
+                "that carries a registered serializer instance (flink-avro registers one for GenericData$Array) "
+                "cannot be read back; renaming the state on 2.x does not help.",
+                "flink_source",
+                True,
+                "KryoSerializerSnapshot.restoreSerializer unwraps every entry; 1.x's "
+                "ExecutionConfig$SerializableSerializer is not in 2.x; renamed states failed the same way (1.20 -> 2.3 "
+                "rename_state); the rewrite itself is not exercised",
+            )
+        ]
     return []
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "decide_states",
     "savepoint_major",
     "line_major",
+    "backend_family",
     "compatibility",
     "predict_new",
     "serializer_display",
@@ -108,7 +109,11 @@ MESSAGES = {
     "map_key": "The new serializer for a MapState requires state migration in order for the job to proceed, since "
     "the key schema has changed. However, migration for MapState currently only allows value schema evolutions.",
     "field_set": "Can not set {field_type} field {cls}.{field} to {value_class}",
+    "field_null": "Can not set {field_type} field {cls}.{field} to null value",
     # HeapRestoreOperation.readKeyGroupStateData after a misread value (observed, Flink 2.3 / JDK 17+)
+    # LinkedOptionalMap.unwrapOptionals (KryoSerializerSnapshot.restoreSerializer): an entry whose value
+    # could not be read with the new job's classes
+    "missing_value": "Missing value for the key '{key}'",
     "heap_native_misread": 'Cannot invoke "org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot.'
     'getBackendStateType()" because "stateMetaInfoSnapshot" is null',
 }
@@ -303,6 +308,27 @@ def key_serializer_from_spec(value: str) -> SnapshotNode:
     return read.node  # an UNKNOWN node for a custom key serializer: its compatibility is unknown
 
 
+_HEAP_BACKENDS = ("hashmap", "jobmanager", "filesystem")
+_HEAP_CLASSES = ("HashMapStateBackend", "MemoryStateBackend", "FsStateBackend")
+
+
+def backend_family(name: str | None) -> str | None:
+    """The spec's ``state_backend`` as the rules know backends: ``hashmap`` for every heap backend
+    (Flink's names ``hashmap``, and the deprecated ``jobmanager`` / ``filesystem``, which
+    StateBackendLoader maps to MemoryStateBackend / HashMapStateBackend: all restore through
+    HeapKeyedStateBackend), ``rocksdb``, else None: ForSt and custom backends restore in ways not
+    modelled here, so they count as not configured (the savepoint's native handles may tell)."""
+    if not name:
+        return None
+    text = str(name).strip()
+    short = text.rsplit(".", 1)[-1]
+    if text.lower() in _HEAP_BACKENDS or short.removesuffix("Factory") in _HEAP_CLASSES:
+        return "hashmap"
+    if text.lower() == "rocksdb" or "RocksDBStateBackend" in short:
+        return "rocksdb"
+    return None
+
+
 @dataclass(frozen=True)
 class StateContext:
     """The versions and backend of one check.
@@ -310,7 +336,7 @@ class StateContext:
     ``saved_major`` / ``target_major``: Flink major lines (:func:`savepoint_major`,
     :func:`line_major` of the new spec's ``flink_version`` or the ``target_flink`` asked for).
     ``restore_backend``: ``hashmap`` / ``rocksdb`` as the new job is configured (spec field
-    ``state_backend``); None: taken from the savepoint's native handles where they tell
+    ``state_backend`` through :func:`backend_family`); None: taken from the savepoint's native handles where they tell
     (KeyGroupsStateHandle: hashmap, IncrementalRemoteKeyedStateHandle: rocksdb), else unknown."""
 
     saved_major: int | None
@@ -910,6 +936,57 @@ def _assignable(value_class: str, field_type: str) -> bool:
     return False
 
 
+# Flink 1.x writes every serializer instance registered with Kryo (a registration, a default serializer)
+# Java-serialized as an ExecutionConfig$SerializableSerializer; 2.x moved the class
+# (org.apache.flink.api.common.SerializableSerializer), so the entry reads back without a value.
+SERIALIZABLE_SERIALIZER_1X = "org.apache.flink.api.common.ExecutionConfig$SerializableSerializer"
+
+
+def _kryo_entry_gone(node: SnapshotNode, root: str) -> tuple[str, str] | None:
+    """(path, key) of the first Kryo snapshot entry a 2.x class path cannot read back: a default
+    serializer or a registration held as 1.x's ExecutionConfig$SerializableSerializer, in the order
+    KryoSerializerSnapshot.restoreSerializer unwraps them (default serializers, then registrations)."""
+    for p, n in node_paths(node, root):
+        if not (n.kind == "KRYO" or n.class_name == KRYO):
+            continue
+        for name, value in n.facts.get("kryo_default_serializers") or []:
+            if value == SERIALIZABLE_SERIALIZER_1X:
+                return p, str(name)
+        for reg in n.facts.get("kryo_registrations") or []:
+            if reg.get("type") == "INSTANCE" and reg.get("serializer") == SERIALIZABLE_SERIALIZER_1X:
+                return p, str(reg.get("name") or reg.get("class"))
+    return None
+
+
+def _pojo_field_misread(
+    node: SnapshotNode, root: str, classes: Mapping[str, ClassFacts], olds: Mapping[str, ClassFacts]
+) -> tuple[str, str | None] | None:
+    """A saved POJO with a field Kryo holds as a ``java.util`` collection, read back by 2.x (heap
+    restore, operator state): PojoSerializer.deserialize reads each field as a null flag then the
+    value, in the snapshot's field order; Kryo 5 consumes the Kryo 2 collection bytes differently,
+    so the next field's null flag is read from the wrong byte: a primitive field then gets null,
+    ``Field.set`` -> ``IllegalArgumentException: Can not set long field x.P.id to null value``
+    (observed 10 of 10: every heap or operator-state restore of such a POJO across 1.x -> 2.x in
+    conformance/statetypes, NATIVE and CANONICAL). (path of the Kryo field, message or None when
+    the next field is not a known primitive)."""
+    for p, n in node_paths(node, root):
+        if n.kind != "POJO":
+            continue
+        for i, f in enumerate(n.fields):
+            if f.snapshot is None or not _is_collection_kryo(f.snapshot):
+                continue
+            where = f"{p}.fields.{f.name}"
+            if i + 1 >= len(n.fields):
+                return where, None
+            nxt = n.fields[i + 1].name
+            facts = olds.get(n.type_class or "") or classes.get(n.type_class or "")
+            ftype = facts.field_type(nxt) if facts is not None else None
+            if ftype in _PRIMITIVES:
+                return where, MESSAGES["field_null"].format(field_type=ftype, cls=n.type_class, field=nxt)
+            return where, None
+    return None
+
+
 def _first_collection_kryo(node: SnapshotNode, root: str) -> str | None:
     return next((p for p, n in node_paths(node, root) if _is_collection_kryo(n)), None)
 
@@ -992,6 +1069,7 @@ def _check_operator(
     check.unreadable()
     check.keyed_proxy_read()
     check.key()
+    check.kryo_entries_gone()
     check.heap_values()
     check.operator_backend()
     check.registration()
@@ -1030,7 +1108,7 @@ class _OperatorCheck:
         kw.setdefault("operator_id", self.op.operator_id)
         self.col.add(StateProblem(**kw), (*self.key_order, _PHASES[phase], idx))
 
-    def fails(self, phase: str, idx: int, failure: str, error: str, message: str, **kw: Any) -> None:
+    def fails(self, phase: str, idx: int, failure: str, error: str, message: str | None, **kw: Any) -> None:
         kw.setdefault("failure_stage", TASK_RESTORE)
         self.add(phase, idx, verdict=FAILS, failure=failure, error_class=ERROR_CLASSES[error], message=message, **kw)
 
@@ -1126,6 +1204,35 @@ class _OperatorCheck:
             assumes=[f"keys must be compatible as is; here {c.result.lower()}: {c.why}"],
         )
 
+    def kryo_entries_gone(self) -> None:
+        """1.x -> 2.x: a saved Kryo snapshot holding a serializer instance (flink-avro registers one
+        for GenericData$Array) cannot be turned back into a serializer on 2.x, whatever the backend:
+        KryoSerializerSnapshot.restoreSerializer unwraps its entries (LinkedOptionalMap: "Missing value
+        for the key ...") while the keyed backend is built, before any value is read or state
+        registered (observed in every such cross-version restore of conformance/statetypes). Operator
+        state: when the operator backend reads its values (:meth:`operator_backend`)."""
+        if not self.ctx.crosses_to_2x:
+            return
+        for idx, name, info, kind in self.keyed_states():
+            for role, ser in info.serializers.items():
+                gone = _kryo_entry_gone(ser, _role(role))
+                if gone is not None:
+                    self.fails(
+                        "key",
+                        1 + idx,
+                        SNAPSHOT_CLASS_GONE,
+                        "IllegalStateException",
+                        MESSAGES["missing_value"].format(key=gone[1]),
+                        cause="KRYO_SERIALIZER_INSTANCE_1X",
+                        state_name=name,
+                        backend="keyed",
+                        state_kind=kind,
+                        field_path=gone[0],
+                        basis=["savepoint", "flink_source", "observed"],
+                        assumes=[_KRYO_INSTANCE_1X],
+                    )
+                    return
+
     def heap_values(self) -> None:
         """Heap restores (HeapRestoreOperation for native, HeapSavepointRestoreOperation for
         canonical savepoints) read every saved value back with the saved serializers, before any
@@ -1139,6 +1246,23 @@ class _OperatorCheck:
                 continue
             where = {"state_name": name, "backend": "keyed", "state_kind": kind}
             kryo_at = _first_collection_kryo(ser, "value") if self.ctx.crosses_to_2x else None
+            misread = _pojo_field_misread(ser, "value", self.classes, self.olds) if kryo_at is not None else None
+            if misread is not None and self.backend is not None:
+                # any heap restore (NATIVE or CANONICAL) reads the POJO back and fails on its next field
+                self.fails(
+                    "values",
+                    idx,
+                    KRYO_COLLECTION_ON_2X,
+                    "IllegalArgumentException",
+                    misread[1],
+                    cause=KRYO_COLLECTION_ON_2X,
+                    field_path=misread[0],
+                    basis=["savepoint", "class_facts", "flink_source", "observed"],
+                    uncertain={} if misread[1] else {"message": _POJO_MISREAD},
+                    assumes=[_KRYO5_MISREADS],
+                    **where,
+                )
+                continue
             if kryo_at is not None:
                 if self.fmt == "NATIVE" and self.backend == "hashmap":
                     # Kryo 5 misreads the Kryo 2 bytes of a collection, the key-group stream loses its
@@ -1202,6 +1326,21 @@ class _OperatorCheck:
                 self.enum_removed("op_read", idx, name, _role(role), ser, backend=bk, state_kind=kind)
             for role, ser in info.serializers.items():
                 root = _role(role)
+                gone = _kryo_entry_gone(ser, root) if self.ctx.crosses_to_2x else None
+                if gone is not None:
+                    self.fails(
+                        "op_values",
+                        idx,
+                        SNAPSHOT_CLASS_GONE,
+                        "IllegalStateException",
+                        MESSAGES["missing_value"].format(key=gone[1]),
+                        cause="KRYO_SERIALIZER_INSTANCE_1X",
+                        field_path=gone[0],
+                        basis=["savepoint", "flink_source"],
+                        assumes=[_KRYO_INSTANCE_1X],
+                        **where,
+                    )
+                    break
                 hit = _field_set_failure(ser, self.classes, self.olds, root)
                 if hit is not None:
                     path, message, certain = hit
@@ -1219,6 +1358,22 @@ class _OperatorCheck:
                     )
                     break
                 kryo_at = _first_collection_kryo(ser, root) if self.ctx.crosses_to_2x else None
+                misread = _pojo_field_misread(ser, root, self.classes, self.olds) if kryo_at is not None else None
+                if misread is not None:
+                    self.fails(
+                        "op_values",
+                        idx,
+                        KRYO_COLLECTION_ON_2X,
+                        "IllegalArgumentException",
+                        misread[1],
+                        cause=KRYO_COLLECTION_ON_2X,
+                        field_path=misread[0],
+                        basis=["savepoint", "class_facts", "flink_source", "observed"],
+                        uncertain={} if misread[1] else {"message": _POJO_MISREAD},
+                        assumes=[_KRYO5_MISREADS],
+                        **where,
+                    )
+                    break
                 if kryo_at is not None:
                     self.add(
                         "op_values",
@@ -1373,12 +1528,21 @@ class _OperatorCheck:
 
 
 _TIMERS = ("TIMERS", "PRIORITY_QUEUE")
+_KRYO_INSTANCE_1X = (
+    "Flink 2.x has no org.apache.flink.api.common.ExecutionConfig$SerializableSerializer (moved to "
+    "org.apache.flink.api.common.SerializableSerializer): the Java-serialized entry of a 1.x Kryo snapshot reads "
+    "as absent"
+)
 _HEAP_ONLY = "restoring backend not known: a heap backend fails reading the values back, RocksDB at registration"
 _LAST_IN_KEY_GROUP = (
     "the misread state is the last one of its key group: the read may end without an error, then the "
     "registration check fails"
 )
 _KRYO5_MISREADS = "Flink 2.x's Kryo 5 reads Kryo 2 collection bytes wrongly (observed, not documented)"
+_POJO_MISREAD = (
+    "the field after the misread collection is not a known primitive: the read goes on misaligned and fails "
+    "(or not) in a way not known"
+)
 _MAYBE_NULLS = "the saved field may hold only nulls (then the registration check fails instead)"
 _POJO_NO_LONGER = (
     "the heap restore rebuilds saved POJOs of a class that is no longer a POJO: it fails there if the class lost "

@@ -35,6 +35,7 @@ public final class UserJobExport {
     public static final String USAGE =
             "export --main-class CLASS [--jar JOB.jar] [--classpath DIR_OR_JAR]... [--graph-id ID] [--out FILE]\n"
                     + "         [-p N] [-D key=value]... [--config flink-conf.yaml|config.yaml] [--expected] [--first]\n"
+                    + "         [--user-classes-limit N]\n"
                     + "         [-- PROGRAM ARGS...]";
 
     static final String HELP =
@@ -50,6 +51,8 @@ public final class UserJobExport {
                     + "  --config FILE        a flink-conf.yaml / config.yaml (-D and -p override it)\n"
                     + "  --expected           add Flink's own JobGraph answer to each line\n"
                     + "  --first              stop main() at the first submitted job (default: capture all)\n"
+                    + "  --user-classes-limit N  classes of the --jar jars described in user_classes at most\n"
+                    + "                       (default " + UserClassFacts.DEFAULT_LIMIT + "; 0: leave user_classes out)\n"
                     + "  --out FILE           output (.gz compresses); default stdout\n";
 
     /** A user mistake: reported as one line, with the usage, never with a stack trace. */
@@ -76,6 +79,9 @@ public final class UserJobExport {
         String configFile;
         final Map<String, String> dynamic = new LinkedHashMap<>();
         final List<String> classpath = new ArrayList<>();
+        /** The job's own jars (--jar): the ones whose classes user_classes describes. */
+        final List<String> jobJars = new ArrayList<>();
+        int userClassesLimit = UserClassFacts.DEFAULT_LIMIT;
         final List<String> programArgs = new ArrayList<>();
     }
 
@@ -110,9 +116,19 @@ public final class UserJobExport {
                     r.out = value(a, ++i, k);
                     break;
                 case "--jar":
+                    r.jobJars.add(value(a, i + 1, k));
+                    r.classpath.add(value(a, ++i, k));
+                    break;
                 case "--classpath":
                 case "-cp":
                     r.classpath.add(value(a, ++i, k));
+                    break;
+                case "--user-classes-limit":
+                    String lim = value(a, ++i, k);
+                    if (!lim.matches("[0-9]+")) {
+                        throw new UsageError(k + " expects a number, got " + lim);
+                    }
+                    r.userClassesLimit = Integer.parseInt(lim);
                     break;
                 case "-p":
                 case "--parallelism":
@@ -306,6 +322,7 @@ public final class UserJobExport {
                             + ".main() returned without submitting a job (no execute(), executeAsync(),"
                             + " executeSql(INSERT ...), Table.execute*() or StatementSet.execute()): nothing to export");
         }
+        StreamGraphSpecExporter.Context ctx = new StreamGraphSpecExporter.Context(conf, userClasses(a, loader));
         try (Writer w = Main.open(a.out)) {
             for (int i = 0; i < graphs.size(); i++) {
                 StreamGraph sg = graphs.get(i);
@@ -313,7 +330,7 @@ public final class UserJobExport {
                 if (graphs.size() > 1) {
                     id = id + "#" + (i + 1);
                 }
-                Map<String, Object> rec = StreamGraphSpecExporter.export(sg, id);
+                Map<String, Object> rec = StreamGraphSpecExporter.export(sg, id, ctx);
                 if (a.expected) {
                     rec.put("expected", JobGraphExpected.compute(sg));
                 }
@@ -324,6 +341,27 @@ public final class UserJobExport {
         System.err.println(
                 "captured " + graphs.size() + " job(s) from " + a.mainClass + " (Flink "
                         + StreamGraphSpecExporter.flinkVersionFull() + "); nothing was executed");
+    }
+
+    /**
+     * The facts of the --jar jars' classes (graph field user_classes, one scan for every captured
+     * graph: they share the jar), with the job's class loader; null when there is no --jar or the
+     * limit is 0. Its cost is reported on stderr.
+     */
+    static UserClassFacts.Result userClasses(Args a, ClassLoader loader) {
+        if (a.jobJars.isEmpty() || a.userClassesLimit == 0) {
+            return null;
+        }
+        long t0 = System.nanoTime();
+        List<File> jars = new ArrayList<>();
+        for (String j : a.jobJars) {
+            jars.add(new File(j));
+        }
+        UserClassFacts.Result r = UserClassFacts.scan(jars, loader, a.userClassesLimit);
+        System.err.printf(
+                "user classes: %d described, %d skipped, %d examined in %d ms%n",
+                r.classes.size(), r.skipped, r.examined, (System.nanoTime() - t0) / 1_000_000);
+        return r;
     }
 
     static <T extends Throwable> T find(Throwable t, Class<T> type) {

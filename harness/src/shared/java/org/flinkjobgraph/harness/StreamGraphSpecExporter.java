@@ -40,8 +40,31 @@ public final class StreamGraphSpecExporter {
         return Json.write(export(streamGraph, graphId));
     }
 
+    /**
+     * What a capture knows beyond the StreamGraph itself: the configuration the job was given
+     * (flink run's {@code -D} / {@code --config}, which Flink 1.9's environments never see) and
+     * the facts of the job jar's classes ({@link UserClassFacts}; null: not scanned).
+     */
+    public static final class Context {
+        public final org.apache.flink.configuration.Configuration configuration;
+        public final UserClassFacts.Result userClasses;
+
+        public Context(org.apache.flink.configuration.Configuration configuration, UserClassFacts.Result userClasses) {
+            this.configuration = configuration;
+            this.userClasses = userClasses;
+        }
+    }
+
     /** The spec as an ordered map (graph fields, nodes, edges). */
     public static Map<String, Object> export(StreamGraph sg, String graphId) {
+        return export(sg, graphId, null);
+    }
+
+    /**
+     * The spec as an ordered map, with the graph fields {@code state_backend} (always) and {@code
+     * user_classes} / {@code user_classes_skipped} (when {@code ctx} has scanned classes).
+     */
+    public static Map<String, Object> export(StreamGraph sg, String graphId, Context ctx) {
         Map<String, Object> g = new LinkedHashMap<>();
         g.put("graph_id", graphId);
         g.put("job_name", sg.getJobName());
@@ -68,6 +91,11 @@ public final class StreamGraphSpecExporter {
         // the graph itself does not show): Flink 1.9 starts its chains in this order, and
         // 1.12-1.17.1 name chained sources in an order derived from it.
         g.put("source_id_order", new ArrayList<Object>(sg.getSourceIDs()));
+        g.put("state_backend", stateBackend(sg, ctx == null ? null : ctx.configuration));
+        if (ctx != null && ctx.userClasses != null) {
+            g.put("user_classes", ctx.userClasses.classes);
+            g.put("user_classes_skipped", ctx.userClasses.skipped);
+        }
 
         List<StreamNode> nodes = new ArrayList<>(sg.getStreamNodes());
         nodes.sort(Comparator.comparingInt(StreamNode::getId));
@@ -157,6 +185,98 @@ public final class StreamGraphSpecExporter {
         } catch (Throwable e) {
             return null;
         }
+    }
+
+    // ------------------------------------------------------------------ state backend
+
+    /**
+     * Graph field {@code state_backend}: the state backend the job runs with, as Flink decides
+     * it when the job starts ({@code StateBackendLoader.fromApplicationOrConfigOrDefault}): a
+     * backend set on the environment ({@code env.setStateBackend}, 1.x; also what 1.15 - 1.18
+     * environments load from {@code state.backend} in their configuration) wins, by its name;
+     * then {@code state.backend.type} (1.x: {@code state.backend}) of the job's configuration
+     * ({@code StreamGraph.getJobConfiguration()}, 1.19+: what {@code -D}, {@code --config} and
+     * the job's own {@code env.configure(...)} set), then of the configuration the capture was
+     * given ({@code outer}: the only place 1.9 keeps it), else Flink's default: {@code hashmap}
+     * (1.13+; 1.9: {@code jobmanager}, the MemoryStateBackend). A backend configured only on the
+     * cluster (its own config file, not given to the export) is not seen.
+     */
+    static String stateBackend(StreamGraph sg, Object outer) {
+        String fromEnv = backendName(Refl.call(sg, "getStateBackend", null));
+        if (fromEnv != null) {
+            return fromEnv;
+        }
+        String fromJob = configuredBackend(Refl.call(sg, "getJobConfiguration", null));
+        if (fromJob != null) {
+            return fromJob;
+        }
+        String fromOuter = configuredBackend(outer);
+        if (fromOuter != null) {
+            return fromOuter;
+        }
+        return flinkLine().equals("1.9") ? "jobmanager" : "hashmap";
+    }
+
+    private static final Map<String, String> BACKENDS = new HashMap<>();
+
+    static {
+        BACKENDS.put("HashMapStateBackend", "hashmap");
+        BACKENDS.put("EmbeddedRocksDBStateBackend", "rocksdb");
+        BACKENDS.put("RocksDBStateBackend", "rocksdb");
+        BACKENDS.put("ForStStateBackend", "forst");
+        BACKENDS.put("MemoryStateBackend", "jobmanager");
+        BACKENDS.put("FsStateBackend", "filesystem");
+    }
+
+    /** Flink's name of a state backend object (StateBackendLoader's shortcuts), else its class. */
+    static String backendName(Object backend) {
+        if (backend == null) {
+            return null;
+        }
+        for (Class<?> c = backend.getClass(); c != null; c = c.getSuperclass()) {
+            String n = BACKENDS.get(c.getSimpleName());
+            if (n != null) {
+                return n;
+            }
+            if (c.getSimpleName().equals("BatchExecutionStateBackend")) {
+                return null; // BATCH execution's own backend: the configured one is what a restore sees
+            }
+        }
+        return backend.getClass().getName();
+    }
+
+    /**
+     * {@code state.backend.type} (or its 1.x key {@code state.backend}) when the configuration
+     * sets it (not its default): Flink's own ConfigOption, so deprecated keys count as Flink
+     * counts them. Shortcut names are lower-cased as StateBackendLoader compares them.
+     */
+    static String configuredBackend(Object conf) {
+        if (conf == null) {
+            return null;
+        }
+        Object option = null;
+        for (String holder :
+                new String[] {
+                    "org.apache.flink.configuration.StateBackendOptions",
+                    "org.apache.flink.configuration.CheckpointingOptions"
+                }) {
+            try {
+                option = Class.forName(holder).getField("STATE_BACKEND").get(null);
+                break;
+            } catch (ReflectiveOperationException | LinkageError e) {
+                // not in this line
+            }
+        }
+        if (option == null || !Boolean.TRUE.equals(Refl.call(conf, "contains", false, option))) {
+            return null;
+        }
+        Object v = Refl.has(conf, "get", 1) ? Refl.call(conf, "get", null, option) : Refl.call(conf, "getString", null, option);
+        if (v == null || v.toString().trim().isEmpty()) {
+            return null;
+        }
+        String s = v.toString().trim();
+        String lower = s.toLowerCase(java.util.Locale.ROOT);
+        return BACKENDS.containsValue(lower) ? lower : s;
     }
 
     static String sourceKind(Object factory) {

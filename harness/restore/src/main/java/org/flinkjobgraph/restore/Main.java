@@ -41,6 +41,10 @@ public final class Main {
             StMain.run(args);
             return;
         }
+        if (args.length > 0 && args[0].equals("statetypes-respec")) {
+            StMain.respec(args);
+            return;
+        }
         if (args.length == 0 || !args[0].equals("generate")) {
             System.err.println("usage: generate --seed S --count N --out F.jsonl.gz --metadata-out F.tar.gz"
                     + " [--start I] [--scratch DIR]\n   or: statetypes --seed S --count N --out F.jsonl.gz --cases-dir DIR"

@@ -1,5 +1,6 @@
 package org.flinkjobgraph.restore;
 
+import org.apache.flink.configuration.Configuration;
 import org.flinkjobgraph.harness.Json;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
 
@@ -173,6 +174,64 @@ final class StMain {
         System.err.printf("flink %s %s: %d cases in %.1f s (%.2f s/case), %s, case errors (retried) %d%n",
                 StreamGraphSpecExporter.flinkVersionFull(), phase.equals("all") ? "same" : "phase " + phase, done, secs,
                 secs / Math.max(1, done), verdicts, retries);
+    }
+
+    /**
+     * {@code statetypes-respec --in X.jsonl.gz --cases-dir DIR --side v1|v2 --out SPECS.jsonl}: builds
+     * the recorded program of one side of every case again, from the case's own jar and runtime
+     * settings, with this build's Flink (the line that side ran on), and writes its spec as the
+     * exporter writes it now, one {@code {"case_id", "side", "spec"}} line per case. Nothing runs:
+     * the real restores stay as recorded; scripts/statetypes_respec.py checks that the spec is the
+     * recorded one plus the exporter's new fields and splices it into the set.
+     */
+    static void respec(String[] args) throws Exception {
+        String in = null;
+        String casesDir = null;
+        String side = null;
+        String out = null;
+        for (int i = 1; i < args.length; i++) {
+            switch (args[i]) {
+                case "--in": in = args[++i]; break;
+                case "--cases-dir": casesDir = args[++i]; break;
+                case "--side": side = args[++i]; break;
+                case "--out": out = args[++i]; break;
+                default: throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        if (in == null || casesDir == null || out == null || !("v1".equals(side) || "v2".equals(side))) {
+            throw new IllegalArgumentException(
+                    "usage: statetypes-respec --in X.jsonl.gz --cases-dir DIR --side v1|v2 --out SPECS.jsonl");
+        }
+        Path scratch = Files.createTempDirectory("statetypes-respec");
+        long t0 = System.currentTimeMillis();
+        int done = 0;
+        try (StRunner runner = new StRunner(new CompatImpl(), false);
+                Writer w = Files.newBufferedWriter(Path.of(out), StandardCharsets.UTF_8)) {
+            for (Map<String, Object> rec : readLines(Path.of(in))) {
+                String caseId = (String) rec.get("case_id");
+                @SuppressWarnings("unchecked")
+                Map<String, Object> prog = (Map<String, Object>) rec.get(side + "_program");
+                @SuppressWarnings("unchecked")
+                Map<String, Object> rt = (Map<String, Object>) rec.get("runtime");
+                String desc = (String) ((List<?>) prog.get("args")).get(0);
+                Path jar = Path.of(casesDir).resolve((String) prog.get("jar"));
+                List<Path> jobJars = StRunner.jobJars(jar, desc);
+                try (java.net.URLClassLoader cl = StRunner.loader(jobJars)) {
+                    Configuration conf = runner.jobConf(rt, scratch, side.equals("v1"));
+                    StRunner.Job j = runner.build(cl, jobJars, desc, conf, caseId + "/" + side);
+                    Map<String, Object> line = new LinkedHashMap<>();
+                    line.put("case_id", caseId);
+                    line.put("side", side);
+                    line.put("spec", j.spec);
+                    write(w, line);
+                    done++;
+                }
+            }
+        } finally {
+            Runner.deleteRecursively(scratch);
+        }
+        System.err.printf("flink %s respec %s: %d specs in %.1f s%n", StreamGraphSpecExporter.flinkVersionFull(), side,
+                done, (System.currentTimeMillis() - t0) / 1000.0);
     }
 
     static void log(String what, Throwable t) {

@@ -29,6 +29,7 @@ import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
 import org.flinkjobgraph.harness.JobGraphExpected;
 import org.flinkjobgraph.harness.Refl;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
+import org.flinkjobgraph.harness.UserClassFacts;
 
 import java.io.BufferedOutputStream;
 import java.io.IOException;
@@ -74,8 +75,17 @@ final class StRunner implements AutoCloseable {
     private final List<JobID> submitted = new ArrayList<>();
 
     StRunner(Compat compat) throws Exception {
+        this(compat, true);
+    }
+
+    /** {@code cluster} false: no MiniCluster, for building and exporting jobs only ({@code respec}). */
+    StRunner(Compat compat, boolean cluster) throws Exception {
         this.compat = compat;
         this.line = StreamGraphSpecExporter.flinkLine();
+        if (!cluster) {
+            mc = null;
+            return;
+        }
         Configuration c = new Configuration();
         c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
         c.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
@@ -89,7 +99,9 @@ final class StRunner implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        mc.close();
+        if (mc != null) {
+            mc.close();
+        }
     }
 
     // ------------------------------------------------------------------ probes
@@ -170,7 +182,7 @@ final class StRunner implements AutoCloseable {
             Job j = new Job();
             j.sg = env.getStreamGraph();
             j.sg.setJobName(name);
-            j.spec = StreamGraphSpecExporter.export(j.sg, graphId);
+            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl));
             j.jg = StreamingJobGraphGenerator.createJobGraph(j.sg);
             try {
                 j.expected = JobGraphExpected.read(j.sg, j.jg);
@@ -187,6 +199,17 @@ final class StRunner implements AutoCloseable {
         } finally {
             t.setContextClassLoader(prev);
         }
+    }
+
+    /**
+     * What the exporter needs beyond the StreamGraph, as {@code flink-jobgraph export} gives it: the
+     * job's configuration and the facts of its own (thin) jar's classes, the first of {@code jars}
+     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job).
+     */
+    static StreamGraphSpecExporter.Context exportContext(Configuration conf, List<Path> jars, ClassLoader cl) {
+        UserClassFacts.Result classes =
+                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT);
+        return new StreamGraphSpecExporter.Context(conf, classes);
     }
 
     /**

@@ -1,0 +1,271 @@
+"""Agreement of ``check-restore`` (both halves, through Spark) with real Flink restores, per aspect, per set.
+
+    .venv/bin/python scripts/state_agreement.py conformance/statetypes/statetypes-2.3-s21.jsonl.gz [...]
+        [--out-dir conformance/statetypes] [--work DIR]
+
+Each set (``statetypes`` format, docs/statetypes-harness.md) is laid out as a user would have it:
+every case's v1 and v2 specs as graph files (with the exporter's ``state_backend``,
+``user_classes`` and ``state_key_serializer_snapshot``: nothing is taken from the case's
+recorded truth), every case's savepoint (or retained checkpoint) unpacked into its own folder, and
+a manifest naming, per case, the savepoint, the new graph and ``savepoint_graph_id`` (v1). The
+real ``check-restore`` runs (``pipeline.restore.check.check_restore``) and each case's
+``restore_checks`` row is compared with what Flink did, read as in tests/state_vectors.py
+(``recorded``: the failure kind from Flink's root exception, the operator its exception chain or
+its failed task names, the message with ``<savepoint>`` for the savepoint's path, the failure
+stage), on five aspects: verdict, failure, operator_id, message, failure_stage.
+
+Per aspect a case **agrees** (the row's value is Flink's), is **not decidable** (the row says so:
+``decidable`` false covers every aspect; a FAILS row's ``undecidable_reasons`` name the aspects it
+leaves open: ``reported`` the failure, operator, message and stage, ``failure`` the failure and
+message, ``message``, ``failure_stage``) or **disagrees**. Agreement is counted first: a value the
+row marks uncertain but gets right agrees. Writes ``<out-dir>/agreement-<set>.txt`` per set (the
+table, then every disagreement and every not-decidable case with the row's reason) and prints the
+tables. Exit code 0 when nothing disagrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests import state_vectors as sv  # noqa: E402
+from udfs.restore import state_rules as sr  # noqa: E402
+
+ASPECTS = sv.ASPECTS
+AGREE, NOT_DECIDABLE, DISAGREE = "agree", "not decidable", "disagree"
+# which aspects an entry of undecidable_reasons ("<aspect>: <why>") leaves open
+_OPEN = {
+    "reported": ("failure", "operator_id", "message", "failure_stage"),
+    "failure": ("failure", "message"),
+    "message": ("message",),
+    "failure_stage": ("failure_stage",),
+    "verdict": ASPECTS,
+}
+
+
+@dataclass
+class Judged:
+    """One case: Flink's outcome, the row's, and per aspect agree / not decidable / disagree."""
+
+    case_id: str
+    changed: str  # what v2 changed (the case's edits), to read a disagreement by
+    cause: str  # why the inputs cannot show it (cause_of)
+    flink: dict[str, Any]
+    row: dict[str, Any]
+    aspects: dict[str, str] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+
+
+def read_set(path: Path) -> list[dict[str, Any]]:
+    name = path.name.removesuffix(".jsonl.gz")
+    with gzip.open(path, "rt") as f:
+        return [dict(json.loads(x), _set=name) for x in f if x.strip()]
+
+
+def unpack(case: dict[str, Any], set_dir: Path, dest: Path) -> Path:
+    import tarfile
+
+    sp = case["savepoint"]
+    with tarfile.open(set_dir / sp["archive"]) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / sp["dir_name"]
+
+
+def lay_out(cases: list[dict[str, Any]], set_dir: Path, root: Path) -> dict[str, Path]:
+    """graphs/graphs.jsonl, savepoints/<case>/<folder>, checks.jsonl; case id -> savepoint folder."""
+    (root / "graphs").mkdir(parents=True)
+    folders: dict[str, Path] = {}
+    specs, checks = [], []
+    for c in cases:
+        folder = unpack(c, set_dir, root / "savepoints" / c["case_id"])
+        folders[c["case_id"]] = folder
+        specs += [json.dumps(c["v1"]), json.dumps(c["v2"])]
+        checks.append({"check_id": c["case_id"], "savepoint": str(folder.relative_to(root)),
+                       "graph_id": c["v2"]["graph_id"], "savepoint_graph_id": c["v1"]["graph_id"]})  # fmt: skip
+    (root / "graphs" / "graphs.jsonl").write_text("\n".join(specs) + "\n")
+    (root / "checks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in checks))
+    return folders
+
+
+def run_check_restore(spark: Any, settings: Any, root: Path) -> dict[str, dict[str, Any]]:
+    """The real check-restore over the layout; check id -> its restore_checks row."""
+    from pipeline.restore.check import check_restore
+
+    out = root / "out"
+    check_restore(spark, str(root / "graphs"), str(root / "checks.jsonl"), str(out), settings)
+    rows = spark.read.format("delta").load(str(out / "restore_checks")).toPandas().to_dict("records")
+    return {r["check_id"]: r for r in rows}
+
+
+def _listed(value: Any) -> list[str]:
+    return [] if value is None else [str(v) for v in value]
+
+
+def edits_text(case: dict[str, Any]) -> str:
+    """The case's edits in one line: ``change_state_kind keyed-1/map_pojo MAP->VALUE; rename_op ...``."""
+    out = []
+    for e in case["edits"]:
+        what = e.get("target", "")
+        if e.get("state"):
+            what += "/" + str(e["state"])
+        if "old_jar" in e:
+            what += f" {e['old_jar']}->{e['new_jar']}"
+        elif "old" in e:
+            what += f" {e['old']}->{e['new']}"
+        out.append(f"{e['type']} {what}".strip())
+    backend = case["runtime"]["state_backend"]
+    fmt = case["runtime"].get("savepoint_format") or case["runtime"].get("taken_by")
+    return f"[{backend} {fmt}] " + ("; ".join(out) or "no edit")
+
+
+def cause_of(case: dict[str, Any]) -> str:
+    """Why the inputs cannot show what v2 changed, read from the case (for the disagreements' list):
+    what user code declares (a state's kind or value type, an Avro GenericRecord's schema) or
+    bundles (flink-avro) is in no spec field."""
+    types = {e["type"] for e in case["edits"]}
+    dropped_avro = bool(case["v1_program"].get("bundled_jars")) and not case["v2_program"].get("bundled_jars")
+    if dropped_avro:
+        return "flink-avro no longer on the new job's class path (what a job bundles is in no spec field)"
+    if any(e["type"] == "change_user_class" and e.get("target") == "AvroRec" for e in case["edits"]):
+        return "Avro GenericRecord schema changed in user code (GenericRecordAvroTypeInfo: no class to describe)"
+    if "change_state_kind" in types:
+        return "state kind declared differently in user code (state descriptors are not in the spec)"
+    if "change_value_type" in types:
+        return "state value type declared differently in user code (state descriptors are not in the spec)"
+    return "other"
+
+
+def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
+    """The row against Flink's outcome, aspect by aspect."""
+    flink = sv.recorded(case, sv.inputs(case, folder))
+    message = row.get("message")
+    if message:
+        message = message.replace(f"file:{folder}", "<savepoint>")
+    got = {
+        "verdict": row["verdict"],
+        "failure": row.get("failure"),
+        "operator_id": row.get("operator_id"),
+        "message": message,
+        "failure_stage": row.get("failure_stage"),
+    }
+    if row["verdict"] != sr.FAILS:
+        got = {a: (got[a] if a == "verdict" else None) for a in ASPECTS}
+    reasons = _listed(row.get("undecidable_reasons"))
+    open_aspects: set[str] = set(ASPECTS) if row.get("decidable") is False else set()
+    for r in reasons:
+        open_aspects.update(_OPEN.get(r.split(":", 1)[0].strip(), ()))
+    j = Judged(case["case_id"], edits_text(case), cause_of(case), flink, got, reasons=reasons)
+    for a in ASPECTS:
+        if row.get("decidable") is False:
+            j.aspects[a] = NOT_DECIDABLE
+        elif got[a] == flink[a]:
+            j.aspects[a] = AGREE
+        else:
+            j.aspects[a] = NOT_DECIDABLE if a in open_aspects else DISAGREE
+    return j
+
+
+def table(name: str, judged: list[Judged], unchanged: int) -> str:
+    """The agreement table of one set, then the disagreements and the not decidable cases."""
+    n = len(judged)
+    lines = [
+        f"# {name}: check-restore against Flink, {n} real restores",
+        "",
+        "| aspect | agree | not decidable | disagree |",
+        "|---|---|---|---|",
+    ]
+    for a in ASPECTS:
+        c = Counter(j.aspects[a] for j in judged)
+        lines.append(f"| {a} | {c[AGREE]}/{n} | {c[NOT_DECIDABLE]} | {c[DISAGREE]} |")
+    whole = Counter(_whole(j) for j in judged)
+    lines += [
+        f"| all five | {whole[AGREE]}/{n} | {whole[NOT_DECIDABLE]} | {whole[DISAGREE]} |",
+        "",
+        f"Rows with inputs taken as unchanged (taken_as_unchanged not empty): {unchanged}",
+        "",
+        "Disagreeing cases by cause:",
+    ]
+    causes = Counter(j.cause for j in judged if DISAGREE in j.aspects.values())
+    lines += [f"- {n} {cause}" for cause, n in causes.most_common()]
+    lines += ["", "Disagreements (aspect: Flink | check-restore), with what v2 changed:"]
+    for j in judged:
+        if DISAGREE in j.aspects.values():
+            lines.append(f"- {j.case_id} {j.changed}: {j.cause}")
+        for a in ASPECTS:
+            if j.aspects[a] == DISAGREE:
+                lines.append(f"  - {a}: {_short(j.flink[a])} | {_short(j.row[a])}")
+    lines += ["", "Not decidable (the row's reasons):"]
+    for j in judged:
+        which = [a for a in ASPECTS if j.aspects[a] == NOT_DECIDABLE]
+        if which:
+            what = "all five" if len(which) == len(ASPECTS) else ", ".join(which)
+            why = "; ".join(_short(r, 160) for r in j.reasons) or "decidable = false"
+            flink = f"{j.flink['verdict']} {j.flink['failure'] or ''}".strip()
+            lines.append(f"- {j.case_id} ({what}; Flink: {flink}; {j.changed}): {why}")
+    return "\n".join(lines) + "\n"
+
+
+def _whole(j: Judged) -> str:
+    """A case on all five aspects: disagrees if one does, else agrees if all do."""
+    if DISAGREE in j.aspects.values():
+        return DISAGREE
+    return AGREE if all(v == AGREE for v in j.aspects.values()) else NOT_DECIDABLE
+
+
+def _short(v: Any, n: int = 200) -> str:
+    s = "None" if v is None else str(v)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def agreement(spark: Any, settings: Any, path: Path, work: Path) -> tuple[str, list[Judged]]:
+    name = path.name.removesuffix(".jsonl.gz")
+    cases = read_set(path)
+    root = work / name
+    if root.exists():
+        shutil.rmtree(root)
+    folders = lay_out(cases, path.parent / name, root)
+    rows = run_check_restore(spark, settings, root)
+    judged = [judge(c, rows[c["case_id"]], folders[c["case_id"]]) for c in cases]
+    unchanged = sum(1 for c in cases if _listed(rows[c["case_id"]].get("taken_as_unchanged")))
+    return table(name, judged, unchanged), judged
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("sets", nargs="+", type=Path, help="statetypes sets (.jsonl.gz, the set's folder beside it)")
+    p.add_argument("--out-dir", type=Path, help="where agreement-<set>.txt goes (default: beside each set)")
+    p.add_argument("--work", type=Path, help="scratch folder for the layouts (default: a temporary one)")
+    args = p.parse_args(argv)
+
+    from pipeline.session import get_spark
+    from pipeline.settings import load_settings
+
+    settings = load_settings({"spark.master": "local[2]", "spark.shuffle_partitions": 4})
+    spark = get_spark(settings, app_name="state-agreement")
+    wrong = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.work or Path(tmp)
+        for path in args.sets:
+            text, judged = agreement(spark, settings, path, work)
+            name = path.name.removesuffix(".jsonl.gz")
+            out = (args.out_dir or path.parent) / f"agreement-{name}.txt"
+            out.write_text(text)
+            print(text)
+            wrong += sum(1 for j in judged if DISAGREE in j.aspects.values())
+    spark.stop()
+    return 0 if wrong == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
