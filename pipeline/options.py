@@ -10,7 +10,15 @@ import argparse
 import json
 import sys
 
-__all__ = ["add_run_options", "fail", "overrides", "write_summary"]
+__all__ = ["Summary", "add_run_options", "fail", "overrides", "write_summary"]
+
+
+class Summary:
+    """What a command's run counted (a dataclass of its own per command), as ``--summary-json``
+    writes it."""
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 def add_run_options(c: argparse.ArgumentParser, catalog: bool = True) -> None:

@@ -23,6 +23,7 @@ FIRST_PARTY = ("udfs", "pipeline", "devtools")
 # unit -> the units it may import (a unit is a subpackage, or a top-level module of udfs/ or
 # pipeline/). Every unit may import itself. pyspark is allowed in pipeline/ and devtools/ only.
 _PIPELINE_BASE = {"pipeline.settings", "pipeline.session", "pipeline.progress", "pipeline.version", "pipeline.options"}
+_COMMANDS = _PIPELINE_BASE | {"pipeline.runner"}  # what a capability's command module may use
 ALLOWED: dict[str, set[str]] = {
     "udfs.errors": set(),
     "udfs.flink": {"udfs.errors"},
@@ -36,9 +37,10 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline.session": {"pipeline.settings"},
     "pipeline.progress": set(),
     "pipeline.options": set(),
+    "pipeline.runner": _PIPELINE_BASE | {"pipeline.tables"},
     "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink", "udfs.restore", "udfs.savepoint"},
-    "pipeline.compute": _PIPELINE_BASE | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
-    "pipeline.restore": _PIPELINE_BASE
+    "pipeline.compute": _COMMANDS | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
+    "pipeline.restore": _COMMANDS
     | {"pipeline.tables", "pipeline.compute", "pipeline.export"}
     | {"udfs.flink", "udfs.restore", "udfs.savepoint", "udfs.spec"},
     "pipeline.render": _PIPELINE_BASE | {"pipeline.tables", "udfs.render"},

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.options import add_run_options, fail, overrides, write_summary
+from pipeline.options import add_run_options, write_summary
 
 HELP = {
     "ingest": "spec JSON -> Delta stream_graphs / stream_nodes / stream_edges",
@@ -31,26 +31,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here so that --help answers without starting a JVM.
     from pipeline.compute.read import InputError
-    from pipeline.compute.run import Progress, compute, ingest
-    from pipeline.session import SetupError, get_spark
-    from pipeline.settings import load_settings
-    from pipeline.tables import catalog
+    from pipeline.compute.run import compute, ingest
+    from pipeline.runner import run_command
 
-    try:
-        settings = load_settings(overrides(args.set))
-        spark = get_spark(settings)
-        progress = Progress(enabled=not args.quiet)
+    def body(spark, settings, progress):
+        if args.command == "ingest":
+            return ingest(spark, args.input, args.output, progress, settings)
+        return compute(spark, args.input, args.output, settings, progress)
 
-        def body():  # noqa: ANN202
-            if args.command == "ingest":
-                return ingest(spark, args.input, args.output, progress, settings)
-            return compute(spark, args.input, args.output, settings, progress)
-
-        summary = catalog.with_registration(
-            spark, args.command, args.output, args.database, args.catalog, body, progress.say
-        )
-    except (InputError, SetupError, ValueError) as e:
-        return fail(e)
+    summary, code = run_command(args, args.command, body, (InputError,))
+    if summary is None:
+        return code
     print(
         f"{args.command}: {summary.graphs_in} graphs ({summary.graphs_processed} processed, "
         f"{summary.graphs_rejected} rejected), {summary.stream_nodes} stream nodes"

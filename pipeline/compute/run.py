@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,6 +22,7 @@ from pipeline.compute import duplicates as validate
 from pipeline.compute import read as read_spec
 from pipeline.compute import stage as fused
 from pipeline.compute.row_codec import FUSED_ROWS
+from pipeline.options import Summary
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.settings import Settings, load_settings
 from pipeline.tables import delta_writer as delta_sink
@@ -34,7 +35,7 @@ T = TypeVar("T")
 
 
 @dataclass
-class RunSummary:
+class RunSummary(Summary):
     graphs_in: int = 0
     graphs_processed: int = 0
     graphs_rejected: int = 0
@@ -48,9 +49,6 @@ class RunSummary:
     worker_seconds: dict[str, float] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors_by_code: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _timed(

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.compute.run import ComputeRun, Progress, compute_run, read_ingested
+from pipeline.options import Summary
 from pipeline.restore.manifest import CheckLine, read_manifest
 from pipeline.restore.savepoints import HEAD_COLUMNS, SavepointTables, read_savepoint_tables, savepoint_states
 from pipeline.settings import Settings
@@ -48,14 +49,6 @@ from pipeline.tables.stream_tables import StreamTables
 from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows
 from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
-RESTORE_TABLES = (
-    "savepoint_operators",
-    "savepoint_states",
-    "restore_checks",
-    "restore_operator_matches",
-    "restore_fixes",
-    "restore_state_problems",
-)
 # Checks are grouped by their manifest line: two lines may (wrongly) share a check_id, and each
 # still gets its own row.
 _OUT_SCHEMA = struct(["line", "table", "row"])
@@ -70,7 +63,7 @@ _MANIFEST_SCHEMA = (
 
 
 @dataclass
-class RestoreSummary:
+class RestoreSummary(Summary):
     """What a check-restore run decided. Fix rows are counted apart by what they are: a spec fix
     whose patched job restores (proven), one whose patched job still fails (not proven), a problem
     without a fix (no counterpart can be named: the origin of the state is unknown), and state-type
@@ -85,9 +78,6 @@ class RestoreSummary:
     state_advice: int = 0
     proof_rounds: int = 0
     graphs: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def check_restore(

@@ -83,29 +83,17 @@ def run(args: argparse.Namespace) -> int:
     if not (args.graphs and args.checks and args.output):
         return fail("check-restore needs --graphs, --checks and --output (a fleet), or --savepoint (one job)")
     from pipeline.compute.read import InputError
-    from pipeline.compute.run import Progress
     from pipeline.restore.check import check_restore
-    from pipeline.session import SetupError, get_spark
-    from pipeline.settings import load_settings
-    from pipeline.tables import catalog
+    from pipeline.runner import run_command
 
-    try:
-        settings = load_settings(overrides(args.set))
-        spark = get_spark(settings)
-        progress = Progress(not args.quiet)
-        s = catalog.with_registration(
-            spark,
-            "check-restore",
-            args.output,
-            args.database,
-            args.catalog,
-            lambda: check_restore(
-                spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink
-            ),
-            progress.say,
+    def body(spark, settings, progress):
+        return check_restore(
+            spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink
         )
-    except (InputError, SetupError, ValueError) as e:
-        return fail(e)
+
+    s, code = run_command(args, "check-restore", body, (InputError,))
+    if s is None:
+        return code
     verdicts = ", ".join(f"{k}={v}" for k, v in sorted(s.verdicts.items()))
     print(
         f"check-restore: {s.checks} checks ({verdicts}); fixes: {s.fixes_verified} proven, "
@@ -191,27 +179,15 @@ def add_inventory_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_inventory(args: argparse.Namespace) -> int:
-    from pipeline.compute.run import Progress
     from pipeline.restore.inventory import NoSavepoints, inventory
-    from pipeline.session import SetupError, get_spark
-    from pipeline.settings import load_settings
-    from pipeline.tables import catalog
+    from pipeline.runner import run_command
 
-    try:
-        settings = load_settings(overrides(args.set))
-        spark = get_spark(settings)
-        progress = Progress(not args.quiet)
-        s = catalog.with_registration(
-            spark,
-            "inventory",
-            args.output,
-            args.database,
-            args.catalog,
-            lambda: inventory(spark, args.savepoints, args.output, progress, settings.tables.deletion_vectors),
-            progress.say,
-        )
-    except (NoSavepoints, SetupError, ValueError) as e:
-        return fail(e)
+    def body(spark, settings, progress):
+        return inventory(spark, args.savepoints, args.output, progress, settings.tables.deletion_vectors)
+
+    s, code = run_command(args, "inventory", body, (NoSavepoints,))
+    if s is None:
+        return code
     print(
         f"inventory: {s.savepoints} savepoints ({s.unreadable} unreadable), {s.operators} operators, "
         f"{s.states} states ({s.kryo_states} held by Kryo), {s.bytes_read} bytes read -> {args.output}"

@@ -14,11 +14,11 @@ A given path is a savepoint folder, its ``_metadata`` file, or any folder above 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.options import Summary
 from pipeline.progress import Progress
 from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
 from pipeline.tables import delta_writer
@@ -32,7 +32,7 @@ class NoSavepoints(ValueError):
 
 
 @dataclass
-class InventorySummary:
+class InventorySummary(Summary):
     savepoints: int = 0
     unreadable: int = 0
     operators: int = 0
@@ -40,9 +40,6 @@ class InventorySummary:
     kryo_states: int = 0
     bytes_read: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:

@@ -194,22 +194,17 @@ _BOOL_COLUMNS = (
     "certain",
     "reported",
 )
-_ARRAY_COLUMNS = {
+_STRINGS = T.ArrayType(T.StringType())
+_ARRAY_COLUMNS: dict[str, T.DataType] = {
     "source_id_order": T.ArrayType(T.IntegerType()),
-    "operator_ids": T.ArrayType(T.StringType()),
-    "user_operator_ids": T.ArrayType(T.StringType()),
-    "dropped_operator_ids": T.ArrayType(T.StringType()),
-    "reasons": T.ArrayType(T.StringType()),
-    "handle_types": T.ArrayType(T.StringType()),
-    "kryo_classes": T.ArrayType(T.StringType()),
-    "pojo_collection_fields": T.ArrayType(T.StringType()),
-    "class_names": T.ArrayType(T.StringType()),
-    "snapshot_classes": T.ArrayType(T.StringType()),
-    "undecidable_reasons": T.ArrayType(T.StringType()),
-    "taken_as_unchanged": T.ArrayType(T.StringType()),
-    "assumes": T.ArrayType(T.StringType()),
-    "uncertain": T.MapType(T.StringType(), T.StringType()),
     "order": T.ArrayType(T.IntegerType()),
+    "uncertain": T.MapType(T.StringType(), T.StringType()),
+    **dict.fromkeys(
+        ("operator_ids", "user_operator_ids", "dropped_operator_ids", "reasons", "handle_types", "kryo_classes",
+         "pojo_collection_fields", "class_names", "snapshot_classes", "undecidable_reasons", "taken_as_unchanged",
+         "assumes"),
+        _STRINGS,
+    ),  # fmt: skip
 }
 
 

@@ -1,0 +1,46 @@
+"""How a table-writing command runs: its settings (``--set``), the session, its progress lines
+(``--quiet``), the catalog registration around it (``--database``), and one line on stderr with
+exit code 2 when it cannot run. Every such command (compute, ingest, check-restore, inventory)
+runs through :func:`run_command`, so they all behave alike."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pipeline.options import fail, overrides
+from pipeline.progress import Progress
+from pipeline.session import SetupError, get_spark
+from pipeline.settings import Settings, load_settings
+from pipeline.tables import catalog
+
+R = TypeVar("R")
+
+__all__ = ["run_command"]
+
+
+def run_command(
+    args: argparse.Namespace,
+    command: str,
+    body: Callable[[Any, Settings, Progress], R],
+    errors: tuple[type[Exception], ...] = (),
+) -> tuple[R | None, int]:
+    """(``body(spark, settings, progress)``'s result, 0), or (None, 2) after one line on stderr
+    when the run cannot start or ``body`` raises one of ``errors`` (a user's mistake, not a bug)."""
+    try:
+        settings = load_settings(overrides(args.set))
+        spark = get_spark(settings)
+        progress = Progress(not args.quiet)
+        result = catalog.with_registration(
+            spark,
+            command,
+            args.output,
+            getattr(args, "database", None),
+            getattr(args, "catalog", None),
+            lambda: body(spark, settings, progress),
+            progress.say,
+        )
+    except (SetupError, ValueError, *errors) as e:
+        return None, fail(e)
+    return result, 0
