@@ -27,14 +27,19 @@ from udfs.spec.contract import (
     _SOURCE_KIND_SET,
     _STRATEGY_SET,
     EDGE_COLUMNS,
+    EDGE_DEFAULTS,
     JAVA_INT_MAX,
     JAVA_INT_MIN,
     NODE_COLUMNS,
+    NODE_DEFAULTS,
     PARALLELISM_DEFAULT,
     UID_HASH_RE,
     ContractError,
     ParsedGraph,
     base_partitioner,
+    default_chaining_strategy,
+    default_max_parallelism,
+    default_source_kind,
     graph_fields,
     is_named_hash,
 )
@@ -248,13 +253,13 @@ def _edge_columns(flat: _Flat, ids: _NodeIds) -> _Edges:
     src_node = _find(ids.sorted_keys, ids.order, _node_keys(flat.ecode, src_arr), ok)
     dst_node = _find(ids.sorted_keys, ids.order, _node_keys(flat.ecode, dst_arr), ok)
     ok &= (src_node >= 0) & (dst_node >= 0)
-    partitioners = [d.get("partitioner", "FORWARD") for d in ed]
+    partitioners = [d.get("partitioner", EDGE_DEFAULTS["partitioner"]) for d in ed]
     ok &= _accepted_partitioners(partitioners)
-    modes = [d.get("exchange_mode", "UNDEFINED") for d in ed]
+    modes = [d.get("exchange_mode", EDGE_DEFAULTS["exchange_mode"]) for d in ed]
     ok &= _valid(modes, _STR, _EXCHANGE_SET)
-    type_numbers = [d.get("type_number", 0) for d in ed]
+    type_numbers = [d.get("type_number", EDGE_DEFAULTS["type_number"]) for d in ed]
     ok &= _java_ints(type_numbers)[1]
-    tags = [d.get("output_tag") for d in ed]
+    tags = [d.get("output_tag", EDGE_DEFAULTS["output_tag"]) for d in ed]
     ok &= _valid(tags, _STR_OR_NONE)
     columns = {
         "source": sources,
@@ -286,29 +291,23 @@ def _node_columns(nd: list[dict[str, Any]], in_degree: np.ndarray) -> tuple[List
     each node's are valid."""
     no_inputs = (in_degree == 0).tolist()
     is_source = [d.get("is_source", z) for d, z in zip(nd, no_inputs, strict=True)]
-    has_operator = [d.get("has_operator", True) for d in nd]
+    has_operator = [d.get("has_operator", NODE_DEFAULTS["has_operator"]) for d in nd]
     source_kind = [
-        d["source_kind"] if "source_kind" in d else ("LEGACY" if s else None)
-        for d, s in zip(nd, is_source, strict=True)
+        d["source_kind"] if "source_kind" in d else default_source_kind(s) for d, s in zip(nd, is_source, strict=True)
     ]
     strategy = [
-        s if s is not None or not op else ("HEAD" if k == "LEGACY" else "ALWAYS")
+        default_chaining_strategy(s, op, k)
         for s, op, k in zip((d.get("chaining_strategy") for d in nd), has_operator, source_kind, strict=True)
     ]
     cols: Lists = {
+        **{k: [d.get(k, v) for d in nd] for k, v in NODE_DEFAULTS.items()},
         "name": [d.get("name") for d in nd],
-        "uid": [d.get("uid") for d in nd],
-        "uid_hash": [d.get("uid_hash") for d in nd],
         "parallelism": [d.get("parallelism") for d in nd],
-        "max_parallelism": [-1 if v is None else v for v in (d.get("max_parallelism") for d in nd)],
+        "max_parallelism": [default_max_parallelism(d.get("max_parallelism")) for d in nd],
         "chaining_strategy": strategy,
-        "slot_sharing_group": [d.get("slot_sharing_group", "default") for d in nd],
         "is_source": is_source,
         "source_kind": source_kind,
-        "yielding": [d.get("yielding", False) for d in nd],
         "has_operator": has_operator,
-        "parallelism_configured": [d.get("parallelism_configured", False) for d in nd],
-        "state_key_serializer_snapshot": [d.get("state_key_serializer_snapshot") for d in nd],
     }
     ok = np.ones(len(nd), dtype=bool) & _valid(cols["name"], _STR)
     par_arr, par_ok = _java_ints(cols["parallelism"])

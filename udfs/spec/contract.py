@@ -82,6 +82,43 @@ EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exch
 ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]
 
 
+# SPEC section 1's defaults, the one place both parse paths take them from (the checked path
+# here, the columnar one in udfs/spec/batch.py). A field missing from a node or an edge means
+# its default; the three node defaults that depend on other fields are functions below.
+NODE_DEFAULTS: dict[str, Any] = {
+    "uid": None,
+    "uid_hash": None,
+    "slot_sharing_group": "default",
+    "yielding": False,
+    "has_operator": True,
+    "parallelism_configured": False,
+    "state_key_serializer_snapshot": None,
+}
+EDGE_DEFAULTS: dict[str, Any] = {
+    "partitioner": "FORWARD",
+    "exchange_mode": "UNDEFINED",
+    "type_number": 0,
+    "output_tag": None,
+}
+
+
+def default_source_kind(is_source: Any) -> str | None:
+    """A source's kind when the spec does not say: LEGACY (a SourceFunction), else none."""
+    return "LEGACY" if is_source else None
+
+
+def default_chaining_strategy(strategy: str | None, has_operator: Any, source_kind: Any) -> str | None:
+    """HEAD for a legacy source, else ALWAYS (FLIP-27 sources included); none without an operator."""
+    if strategy is not None or not has_operator:
+        return strategy
+    return "HEAD" if source_kind == "LEGACY" else "ALWAYS"
+
+
+def default_max_parallelism(value: Any) -> Any:
+    """-1 (not configured) when the spec does not set it."""
+    return -1 if value is None else value
+
+
 class ContractError(CodedError):
     """A graph that breaks the input contract (SPEC section 1)."""
 
@@ -344,15 +381,16 @@ def _edge_row_checked(e: Any, idx: int, known: set[int], graph_id: str) -> dict[
     for end, nid in (("source", s), ("target", t)):
         if nid not in known:
             raise ContractError("DANGLING_EDGE", f"{where} ({s} -> {t}) has {end} {nid}, which is not a node")
-    tag = _str(e.get("output_tag"), f"{where} output_tag", nullable=True)
+    get = lambda k: e.get(k, EDGE_DEFAULTS[k])  # noqa: E731
+    tag = _str(get("output_tag"), f"{where} output_tag", nullable=True)
     return {
         "graph_id": graph_id,
         "edge_idx": idx,
         "source": s,
         "target": t,
-        "partitioner": _partitioner(e.get("partitioner", "FORWARD"), f"{where} partitioner"),
-        "exchange_mode": _enum(e.get("exchange_mode", "UNDEFINED"), EXCHANGE_MODES, f"{where} exchange_mode"),
-        "type_number": _int(e.get("type_number", 0), f"{where} type_number"),
+        "partitioner": _partitioner(get("partitioner"), f"{where} partitioner"),
+        "exchange_mode": _enum(get("exchange_mode"), EXCHANGE_MODES, f"{where} exchange_mode"),
+        "type_number": _int(get("type_number"), f"{where} type_number"),
         "output_tag": tag,
     }
 
@@ -368,28 +406,19 @@ def _node_row_raw(n: dict[str, Any], in_degree: Counter[int], graph_id: str) -> 
     get = n.get
     nid = n["id"]
     is_source = get("is_source", in_degree[nid] == 0)
-    has_operator = get("has_operator", True)
-    source_kind = n["source_kind"] if "source_kind" in n else ("LEGACY" if is_source else None)
-    strategy = get("chaining_strategy")
-    if strategy is None and has_operator:
-        strategy = "HEAD" if source_kind == "LEGACY" else "ALWAYS"
-    max_par = get("max_parallelism")
+    has_operator = get("has_operator", NODE_DEFAULTS["has_operator"])
+    source_kind = n["source_kind"] if "source_kind" in n else default_source_kind(is_source)
     return {
+        **{k: get(k, v) for k, v in NODE_DEFAULTS.items()},
         "graph_id": graph_id,
         "node_id": nid,
         "name": get("name"),
-        "uid": get("uid"),
-        "uid_hash": get("uid_hash"),
         "parallelism": get("parallelism"),
-        "max_parallelism": -1 if max_par is None else max_par,
-        "chaining_strategy": strategy,
-        "slot_sharing_group": get("slot_sharing_group", "default"),
+        "max_parallelism": default_max_parallelism(get("max_parallelism")),
+        "chaining_strategy": default_chaining_strategy(get("chaining_strategy"), has_operator, source_kind),
         "is_source": is_source,
         "source_kind": source_kind,
-        "yielding": get("yielding", False),
         "has_operator": has_operator,
-        "parallelism_configured": get("parallelism_configured", False),
-        "state_key_serializer_snapshot": get("state_key_serializer_snapshot"),
     }
 
 
