@@ -268,3 +268,17 @@ def test_a_changed_environment_max_parallelism_gets_one_environment_fix_that_is_
     assert len(fixes[0].patches) == 3 and (fixes[0].old_name, fixes[0].old_uid) == ("Source: S", "u1")
     proof = cr.prove_fixes(new_spec, fixes, saved, False, prof, "sp", old_view, [])
     assert proof.verdict == rr.RESTORES
+
+
+def test_effective_max_parallelism_is_what_flink_shows():
+    """job_vertices.effective_max_parallelism: the configured value, else Flink's default for the
+    vertex's parallelism (computeDefaultMaxParallelism), -1 where the scheduler picks the parallelism."""
+    import numpy as np
+
+    from udfs.compute.one_graph import compute_one
+    from udfs.flink.job_graph import effective_max_parallelism
+
+    got = effective_max_parallelism(np.array([4, 100, 2, -1]), np.array([-1, -1, 64, -1]))
+    assert got.tolist() == [128, 256, 64, -1]
+    _, _, vertices, _ = compute_one(_three_vertex_job(-1))
+    assert vertices["effective_max_parallelism"].tolist() == [128, 128, 128]

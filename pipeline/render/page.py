@@ -63,6 +63,7 @@ def load_graphs(spark: SparkSession, output: str, graph_ids: list[str]) -> dict[
                     v.slot_sharing_group,
                     v.vertex_order,
                     tuple(by_vertex.get(v.jobvertex_id, [])),
+                    v.asDict().get("effective_max_parallelism"),
                 )
                 for v in g_vertices
             ),

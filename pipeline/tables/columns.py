@@ -42,6 +42,7 @@ VERTEX_COLUMNS = [
     "name",
     "parallelism",
     "max_parallelism",
+    "effective_max_parallelism",  # configured, else Flink's default for the parallelism (as the web UI shows)
     "slot_sharing_group",
     "operator_ids",
     "user_operator_ids",
@@ -154,6 +155,7 @@ _INT_COLUMNS = (
     "target_node_id",
     "input_index",
     "operator_index",
+    "effective_max_parallelism",
     "saved_max_parallelism",
     "proof_round",
     "old_node_id",

@@ -9,6 +9,8 @@ other two steps of the graphs they concern. None of them touches Spark.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -227,3 +229,24 @@ def _forward_group_max_parallelism(vertices: Columns | pd.DataFrame, job_edges: 
             "parallelism is smaller than the group's parallelism"
         )
     return None
+
+
+def default_max_parallelism(parallelism: int) -> int:
+    """``KeyGroupRangeAssignment.computeDefaultMaxParallelism``: the max parallelism the scheduler
+    gives a vertex whose max parallelism nobody configured,
+    ``min(max(roundUpToPowerOfTwo(p + p / 2), 128), 32768)``."""
+    p = parallelism + parallelism // 2
+    rounded = 1 if p <= 1 else 1 << math.ceil(math.log2(p))
+    return min(max(rounded, 128), 32768)
+
+
+def effective_max_parallelism(parallelism: np.ndarray, max_parallelism: np.ndarray) -> np.ndarray:
+    """Each vertex's max parallelism as Flink's web UI and REST API show it once the job runs:
+    the configured one, else :func:`default_max_parallelism` of its parallelism; -1 where the
+    parallelism itself is left to the scheduler (BATCH without a default parallelism)."""
+    return np.fromiter(
+        (m if m > 0 else (default_max_parallelism(p) if p >= 1 else -1)
+         for p, m in zip(parallelism.tolist(), max_parallelism.tolist(), strict=True)),
+        dtype=np.int64,
+        count=len(parallelism),
+    )  # fmt: skip

@@ -25,6 +25,7 @@ from udfs.flink.graph_arrays import Columns, GraphArrays, ranges
 from udfs.flink.job_graph import (
     HYBRID_EXCHANGE_MODES,
     dynamic_vertex_parallelism,
+    effective_max_parallelism,
     flink_rejection,
     is_dynamic,
     job_edge_partitioners,
@@ -289,6 +290,7 @@ def vertex_rows(
         "name": np.array(list(chain.from_iterable(w.vertex_names for w in batch.walks)), dtype=object),
         "parallelism": parallelism,
         "max_parallelism": max_parallelism,
+        "effective_max_parallelism": effective_max_parallelism(parallelism, max_parallelism),
         "slot_sharing_group": np.asarray(layout.ncols["slot_sharing_group"], dtype=object)[heads],
         "operator_ids_text": np.array(_joined(op_ids[verts.members], verts.sizes), dtype=object),
         "user_operator_ids_text": np.array(_joined(user_ids, verts.sizes), dtype=object),

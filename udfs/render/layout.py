@@ -35,6 +35,7 @@ class Vertex:
     slot_sharing_group: str | None
     vertex_order: int
     operators: tuple[Operator, ...]
+    effective_max_parallelism: int | None = None  # as the web UI shows it (configured or Flink's default)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
         rows = [
             f'<TR><TD COLSPAN="3" BGCOLOR="#dce6f5" ALIGN="LEFT"><B>{_e(v.name)}</B></TD></TR>',
             f'<TR><TD COLSPAN="3" ALIGN="LEFT"><FONT POINT-SIZE="10">Parallelism: {v.parallelism}'
-            + (f" (max {v.max_parallelism})" if v.max_parallelism and v.max_parallelism > 0 else "")
+            + _max_parallelism_text(v)
             + (f" · slot sharing group {_e(v.slot_sharing_group)}" if v.slot_sharing_group else "")
             + f" · vertex {_e(v.jobvertex_id)}</FONT></TD></TR>",
         ]
@@ -154,6 +155,15 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
         )
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _max_parallelism_text(v: Vertex) -> str:
+    """ (max 128) as configured, or (max 128, Flink's default) when nobody configured it."""
+    if v.max_parallelism and v.max_parallelism > 0:
+        return f" (max {v.max_parallelism})"
+    if v.effective_max_parallelism and v.effective_max_parallelism > 0:
+        return f" (max {v.effective_max_parallelism}, Flink's default)"
+    return ""
 
 
 def _quote(s: str) -> str:

@@ -21,11 +21,11 @@ compares versions.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from udfs.flink.job_graph import default_max_parallelism
 from udfs.flink.profiles import restore_rules
 
 RESTORES, FAILS, ERROR = "RESTORES", "FAILS", "ERROR"
@@ -160,11 +160,8 @@ class Decision:
     operators: list[OperatorOutcome] = field(default_factory=list)
 
 
-def compute_default_max_parallelism(parallelism: int) -> int:
-    """KeyGroupRangeAssignment.computeDefaultMaxParallelism: min(max(2^ceil(log2(p + p/2)), 128), 32768)."""
-    p = parallelism + parallelism // 2
-    rounded = 1 if p <= 1 else 1 << math.ceil(math.log2(p))
-    return min(max(rounded, 128), 32768)
+# KeyGroupRangeAssignment.computeDefaultMaxParallelism, the one rule (udfs/flink/job_graph.py)
+compute_default_max_parallelism = default_max_parallelism
 
 
 def _java_id_hash(operator_id: str) -> int:
