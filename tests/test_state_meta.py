@@ -15,19 +15,17 @@ schemas: ``facts_read_by_v1_flink``), compared with the decoder's ``facts``.
 
 Also: the inline proxies in the ``_metadata`` of the restore sets (formats 3 - 6, Flink 1.15 -
 2.3); layouts the vectors do not contain, built byte by byte after Flink's writer methods
-(quoted per helper); a seeded fuzz of real proxy bytes. With FLINK_SOURCE_GIT pointing at a
-git directory of Flink's sources, the serializer snapshots and savepoints Flink keeps as test
-resources (its upgrade tests, 1.11 - 1.20) are decoded too (skipped otherwise).
+(quoted per helper); a seeded fuzz of real proxy bytes; the serializer snapshots and savepoints
+Flink keeps as test resources (its upgrade tests, 1.11 - 1.20; packed from Flink's sources by
+scripts/flink_test_resources.py).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import struct
-import subprocess
 import tarfile
 import time
 from pathlib import Path
@@ -800,50 +798,45 @@ def test_java_objects_reject_garbage_without_hanging():
 
 
 # ------------------------------------------------------------------------------------------------
-#  Flink's own test resources (optional: FLINK_SOURCE_GIT=<a git dir of apache/flink>)
-# ------------------------------------------------------------------------------------------------
-
-FLINK_GIT = os.environ.get("FLINK_SOURCE_GIT")
+#  Flink's own test resources, packed by scripts/flink_test_resources.py from Flink's sources
+FLINK_RESOURCES = Path(__file__).parent / "savepoints" / "flink-test-resources.tar.xz"
 
 
-def _git(*args: str) -> bytes:
-    return subprocess.run(["git", "-C", FLINK_GIT, *args], capture_output=True, check=True).stdout
+@pytest.fixture(scope="module")
+def flink_resources() -> dict[str, bytes]:
+    with tarfile.open(FLINK_RESOURCES) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
-@pytest.mark.skipif(not FLINK_GIT, reason="FLINK_SOURCE_GIT not set")
-def test_flink_upgrade_test_snapshots():
+def test_flink_upgrade_test_snapshots(flink_resources):
     """Every serializer-snapshot file of Flink's TypeSerializerUpgradeTestBase resources that a
     1.17+ Flink reads is decoded to its last byte without an unknown class."""
-    ref = os.environ.get("FLINK_SOURCE_REF", "HEAD")
-    names = _git("ls-tree", "-r", "--name-only", ref).decode().split("\n")
-    files = [f for f in names if f.endswith("/serializer-snapshot")]
-    assert files
+    files = [f for f in flink_resources if f.endswith("/serializer-snapshot")]
+    assert len(files) > 800
     for f in files:
-        data = _git("show", f"{ref}:{f}")
+        data = flink_resources[f]
         r = Reader(data)
         read = read_serializer_snapshot(r)
         assert read.readable_past and not read.node.has_unknown and r.pos == len(data), f
 
 
-@pytest.mark.skipif(not FLINK_GIT, reason="FLINK_SOURCE_GIT not set")
-def test_flink_test_savepoints():
+def test_flink_test_savepoints(flink_resources):
     """The _metadata files of Flink's own test resources (SQL restore tests of every
     ExecNode, migration tests): every proxy located is read to the end; the only stops are the
     test-only snapshot classes Flink's migration tests define and pre-1.7 formats."""
-    ref = os.environ.get("FLINK_SOURCE_REF", "HEAD")
-    names = _git("ls-tree", "-r", "--name-only", ref).decode().split("\n")
-    present = set(names)
     proxies = 0
-    for f in (n for n in names if n.endswith("/_metadata")):
+    metas = [n for n in flink_resources if n.endswith("/_metadata")]
+    assert len(metas) > 300
+    for f in metas:
         folder = f.rsplit("/", 1)[0]
 
         def head(path: str, n: int, folder: str = folder) -> bytes:
             p = f"{folder}/{path.rsplit('/', 1)[-1]}"
-            if p not in present:
+            if p not in flink_resources:
                 raise FileNotFoundError(p)
-            return _git("show", f"{ref}:{p}")[:n]
+            return flink_resources[p][:n]
 
-        for got in decode_operator_states(parse_metadata(_git("show", f"{ref}:{f}")), head).values():
+        for got in decode_operator_states(parse_metadata(flink_resources[f]), head).values():
             for s in got.keyed + got.operator:
                 if s.proxy is None:
                     assert "Flink <= 1.6" in s.error or "cannot read the file" in s.error, (f, s.error)
