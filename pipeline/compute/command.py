@@ -24,6 +24,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             "--input", required=True, help="spec file or folder (*.json, *.jsonl, .gz), or an ingested folder"
         )
         c.add_argument("--output", required=True, help="folder that holds one Delta table per sub-folder")
+        if name == "compute":
+            c.add_argument(
+                "--full",
+                action="store_true",
+                help="recompute every graph; by default a graph whose spec, Flink line profile and rules "
+                "are those the output already holds (graph_fingerprints) keeps its rows",
+            )
         add_run_options(c)
         c.set_defaults(run=run)
 
@@ -37,14 +44,16 @@ def run(args: argparse.Namespace) -> int:
     def body(spark, settings, progress):
         if args.command == "ingest":
             return ingest(spark, args.input, args.output, progress, settings)
-        return compute(spark, args.input, args.output, settings, progress)
+        return compute(spark, args.input, args.output, settings, progress, full=args.full)
 
     summary, code = run_command(args, args.command, body, (InputError,))
     if summary is None:
         return code
     print(
         f"{args.command}: {summary.graphs_in} graphs ({summary.graphs_processed} processed, "
-        f"{summary.graphs_rejected} rejected), {summary.stream_nodes} stream nodes"
+        f"{summary.graphs_rejected} rejected"
+        + (f", {summary.graphs_skipped} unchanged and kept" if summary.graphs_skipped else "")
+        + f"), {summary.stream_nodes} stream nodes"
         + (f", {summary.job_vertices} job vertices, {summary.job_edges} job edges" if args.command == "compute" else "")
         + f" -> {args.output}"
     )

@@ -101,9 +101,7 @@ def _error(graph_id: str, source_file: str, code: str, message: str) -> dict:
     return {"kind": "error", "graph_id": graph_id, "source_file": source_file, "error_code": code, "message": message}
 
 
-def load_text(
-    text: str, source_file: str, limits: Limits | None = None, fast: bool = False
-) -> tuple[Any, dict | None]:
+def load_text(text: str, source_file: str, limits: Limits | None = None, fast: bool = False) -> tuple[Any, dict | None]:
     """One graph's JSON text loaded: (the JSON value, None), or (None, its error row) for text
     that is no JSON or a graph over ``limits.max_graph_elements``.
 

@@ -249,6 +249,8 @@ FUSED_ROWS = RowCodec(
         ),
         "error": _typed(c for c in ERROR_COLUMNS if c != "graph_id"),
         "timing": _typed(["step", "worker_seconds"], worker_seconds=T.DoubleType()),
+        # what decides a graph's tables (udfs/spec/fingerprint.py), and whether the run skipped it
+        "fingerprint": _typed(["fingerprint", "skipped", "known"], skipped=T.BooleanType(), known=T.BooleanType()),
         # the stream tables' rows (what ``ingest`` writes, what ``check-restore`` explains with),
         # emitted only when asked for: the graphs as the contract checks read them
         "stream_graph": _typed(c for c in GRAPH_COLUMNS if c != "graph_id"),

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.compute import buckets as per_graph
-from pipeline.compute import chains
+from pipeline.compute import chains, fingerprints
 from pipeline.compute import duplicates as validate
 from pipeline.compute import read as read_spec
 from pipeline.compute import stage as fused
@@ -26,6 +26,7 @@ from pipeline.options import Summary
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.settings import Settings, load_settings
 from pipeline.tables import delta_writer as delta_sink
+from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, column_type
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import STEPS
@@ -39,6 +40,9 @@ class RunSummary(Summary):
     graphs_in: int = 0
     graphs_processed: int = 0
     graphs_rejected: int = 0
+    graphs_skipped: int = 0  # unchanged since the output's last run (graph_fingerprints): not recomputed
+    graphs_recomputed: int = 0  # in the output already, changed (spec, profile or rules): recomputed
+    graphs_new: int = 0  # not in the output's graph_fingerprints: computed for the first time
     stream_nodes: int = 0
     job_vertices: int = 0
     job_edges: int = 0
@@ -154,11 +158,13 @@ def compute(
     output: str,
     settings: Settings,
     progress: Progress | None = None,
+    full: bool = False,
 ) -> RunSummary:
     """Every output table for the graphs under ``input_path``: read to JobGraph rows in one
     Spark stage (:mod:`pipeline.compute.stage`), then connected components over the chainable
-    edges as the check of every chain, then Delta."""
-    return compute_run(spark, input_path, output, settings, progress).summary
+    edges as the check of every chain, then Delta. Incremental unless ``full``
+    (:func:`compute_run`)."""
+    return compute_run(spark, input_path, output, settings, progress, full=full).summary
 
 
 def compute_run(
@@ -168,19 +174,34 @@ def compute_run(
     settings: Settings,
     progress: Progress | None = None,
     keep_stream: bool = False,
+    full: bool = False,
 ) -> ComputeRun:
-    """:func:`compute`, keeping the stream tables of the run's graphs when ``keep_stream``."""
+    """:func:`compute`, keeping the stream tables of the run's graphs when ``keep_stream``.
+
+    From spec texts the run is incremental: a graph whose fingerprint (its spec, its line's
+    profile, the rules version: :mod:`udfs.spec.fingerprint`) the output's published
+    ``graph_fingerprints`` hold is not recomputed, its rows stay; the fingerprints of the graphs
+    computed are written with the tables. ``full`` recomputes every graph. ``keep_stream``
+    (check-restore, whose check needs every graph's stream tables) computes every graph and
+    keeps no fingerprints. An ingested folder has none either (its graphs are rows already)."""
     progress = progress or Progress()
     summary = RunSummary()
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
     ingested = None if from_texts else read_ingested(spark, input_path)
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
+    skip = None
+    if from_texts and not keep_stream:  # check-restore's graphs: every one computed, no fingerprints kept
+        version = fingerprints.rules_version(settings)
+        known = {} if full else fingerprints.known_fingerprints(spark, output, progress.say)
+        if known:
+            progress.say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
+        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(
         summary,
         progress,
         "read+compute",
-        lambda: _stage_rows(spark, input_path, settings, ingested, emit),
+        lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip),
         spark,
         count_graphs=from_texts,
     )
@@ -201,9 +222,12 @@ def compute_run(
             "job_vertices": counts.graphs.get("vertex", 0),
             "job_edges": counts.graphs.get("job_edge", 0),
         }
-    run_ids = counts.by_graph.where(F.col("kind") == "graph").select("graph_id")
-    tables = (operators, vertices, job_edges, errors)
+    run_ids = _run_ids(spark, counts, rejected)
+    tables = [operators, vertices, job_edges, errors]
+    if skip is not None:
+        tables.append(fingerprints.rows(FUSED_ROWS.rows(rows, "fingerprint"), skip.rules_version))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
+    summary.graphs_processed -= summary.graphs_skipped
     if not keep_stream:
         stream = None
     elif ingested is not None:
@@ -214,8 +238,26 @@ def compute_run(
     return ComputeRun(summary, stream)
 
 
+def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataFrame:
+    """The graphs the run rewrites: every input graph but those skipped as unchanged (each of
+    its copies), plus the rejected ones (a graph_id read twice is rejected even when its copies
+    are unchanged: its rows go, its error row comes)."""
+    graph = counts.by_graph.where(F.col("kind") == "graph").select("graph_id")
+    fp = counts.by_graph.where(F.col("kind") == "fingerprint")
+    unchanged = fp.where(F.col("skipped") == F.col("n")).select("graph_id")
+    ids = graph.join(unchanged, "graph_id", "left_anti")
+    if rejected:
+        ids = ids.unionByName(spark.createDataFrame([(g,) for g in rejected], "graph_id string")).distinct()
+    return ids
+
+
 def _stage_rows(
-    spark: SparkSession, input_path: str, settings: Settings, ingested: StreamTables | None, emit: frozenset[str]
+    spark: SparkSession,
+    input_path: str,
+    settings: Settings,
+    ingested: StreamTables | None,
+    emit: frozenset[str],
+    skip: fused.Skip | None = None,
 ) -> DataFrame:
     """The per-graph stage's rows of every input graph, checkpointed: from spec texts (one
     ``mapInArrow``), or from an ingested folder's stream tables."""
@@ -225,7 +267,7 @@ def _stage_rows(
     else:
         limits = read_spec.Limits.from_settings(settings)
         texts = read_spec.read_texts(spark, input_path, limits)
-        rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph, emit)
+        rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph, emit, skip)
     return rows.localCheckpoint(eager=True)
 
 
@@ -252,6 +294,8 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
                 F.max("bfs").alias("bfs"),
                 F.max("layers").alias("layers"),
                 F.sum("seconds").alias("seconds"),
+                F.sum("skipped").alias("skipped"),
+                F.sum("known").alias("known"),
             )
             .collect()
         )
@@ -263,6 +307,10 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
         counts.rows[r["kind"]], counts.graphs[r["kind"]] = int(r["n"]), int(r["graphs"])
         if r["kind"] == "graph":  # one row per input graph (a repeated id is counted again, below)
             summary.graphs_in, summary.stream_nodes = int(r["n"]), int(r["nodes"] or 0)
+        elif r["kind"] == "fingerprint":
+            summary.graphs_skipped = int(r["skipped"] or 0)
+            summary.graphs_recomputed = int(r["known"] or 0) - summary.graphs_skipped
+            summary.graphs_new = int(r["n"]) - int(r["known"] or 0)
         elif r["kind"] == "stats":
             summary.bfs_levels_max, summary.hash_layers_max = int(r["bfs"] or 0), int(r["layers"] or 0)
     order = {step: i for i, step in enumerate(STEPS)}  # the steps in the order they run
@@ -351,6 +399,8 @@ def count_per_graph(rows: DataFrame) -> DataFrame:
         F.max(only("stats", "bfs_levels")).alias("bfs"),
         F.max(only("stats", "hash_layers")).alias("layers"),
         F.sum(only("timing", "worker_seconds")).alias("seconds"),
+        F.sum(only("fingerprint", "skipped").cast("int")).alias("skipped"),
+        F.sum(only("fingerprint", "known").cast("int")).alias("known"),
         *chains.walk_fingerprint(only("operator", "node_id"), only("operator", "chain_head_node_id"), member),
     )
 
@@ -383,44 +433,34 @@ def _write_and_count(
     output: str,
     summary: RunSummary,
     progress: Progress,
-    tables: tuple[DataFrame, DataFrame, DataFrame, DataFrame],
+    tables: list[DataFrame],
     run_ids: DataFrame,
     graph_counts: dict[str, int] | None = None,
     deletion_vectors: bool = True,
 ) -> None:
-    """The last step: the four tables to Delta, then the summary's counts. ``graph_counts``:
-    the graphs with rows in a table, when known (no scan of its rows to count them); with
-    them, the summary's job_vertices and job_edges are already set."""
-    operators, vertices, job_edges, errors = tables
-    _timed(
-        summary,
-        progress,
-        "delta write",
-        lambda: _write_tables(
-            spark, output, operators, vertices, job_edges, errors, run_ids, progress, graph_counts, deletion_vectors
-        ),
-        spark,
-    )
-    _count_outputs(summary, vertices, job_edges, errors, count_tables=graph_counts is None)
+    """The last step: the tables to Delta (operators, job_vertices, job_edges, graph_errors,
+    and graph_fingerprints when given), each replaced in one commit, then the run published in
+    the output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
+    is docs/faults.md), then the summary's counts. ``graph_counts``: the graphs with rows in a
+    table, when known (no scan of its rows to count them); with them, the summary's
+    job_vertices and job_edges are already set."""
+    written = list(zip(COMMAND_TABLES["compute"], tables, strict=False))
+    summary.graphs_rejected = tables[3].count()  # the error rows are few and checkpointed
+    counts = {
+        "rejected": summary.graphs_rejected,
+        "skipped": summary.graphs_skipped,
+        "recomputed": summary.graphs_recomputed,
+        "new": summary.graphs_new,
+    }
 
+    def write() -> None:
+        delta_sink.write_run(
+            spark, output, written, run_ids, say=progress.say, graph_counts=graph_counts,
+            deletion_vectors=deletion_vectors, counts=counts,
+        )  # fmt: skip
 
-def _write_tables(
-    spark, output, operators, vertices, job_edges, errors, run_ids, progress=None, graph_counts=None,
-    deletion_vectors=True,
-) -> None:  # fmt: skip
-    """The four tables, each replaced in one Delta commit, then the run published in the
-    output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
-    is docs/faults.md)."""
-    tables = (
-        ("operators", operators),
-        ("job_vertices", vertices),
-        ("job_edges", job_edges),
-        ("graph_errors", errors),
-    )
-    say = progress.say if progress else None
-    delta_sink.write_run(
-        spark, output, tables, run_ids, say=say, graph_counts=graph_counts, deletion_vectors=deletion_vectors
-    )
+    _timed(summary, progress, "delta write", write, spark)
+    _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)
 
 
 def _count_outputs(

@@ -22,8 +22,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import chain
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ from udfs.compute.batch import (
 from udfs.errors import internal_error_message
 from udfs.spec.batch import ParsedBatch, parse_batch
 from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
+from udfs.spec.fingerprint import spec_fingerprint
 
 E = TypeVar("E")  # an encoded kind of row: a pandas frame or an Arrow record batch
 
@@ -121,26 +123,50 @@ def _typed_frame(columns: dict[str, list]) -> pd.DataFrame:
 JOBGRAPH, STREAM = "jobgraph", "stream"
 
 
+@dataclass(frozen=True)
+class Skip:
+    """What lets the stage skip a graph: the fingerprints the output already holds (graph_id ->
+    fingerprint, a broadcast for a fleet). A graph whose fingerprint (computed under this
+    ``rules_version``) is there is neither computed nor emitted, only counted (its ``graph`` row
+    and a ``fingerprint`` row with ``skipped``); every other graph gets its ``fingerprint`` row
+    (``known``: the output holds the graph, under another fingerprint), which the run writes to
+    ``graph_fingerprints`` with its tables."""
+
+    rules_version: str
+    known: Any = None  # a Broadcast of dict[str, str], or a dict; None: nothing known yet
+
+    def fingerprints(self) -> dict[str, str]:
+        known = self.known.value if hasattr(self.known, "value") else self.known
+        return known or {}
+
+
 def _from_texts(
-    limits: Limits, raise_in_graph: str | None, emit: frozenset[str]
+    limits: Limits, raise_in_graph: str | None, emit: frozenset[str], skip: Skip | None = None
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph, emit))
+            yield from _batches(*_batch_rows(batch.to_pandas(), limits, raise_in_graph, emit, skip))
 
     return run
 
 
 def _batch_rows(
-    batch: pd.DataFrame, limits: Limits, raise_in_graph: str | None, emit: frozenset[str] = frozenset({JOBGRAPH})
+    batch: pd.DataFrame,
+    limits: Limits,
+    raise_in_graph: str | None,
+    emit: frozenset[str] = frozenset({JOBGRAPH}),
+    skip: Skip | None = None,
 ) -> tuple[BatchRows, StepClock]:
     """Every row of one Arrow batch of texts. A graph_id seen twice in the batch is not
     computed: each copy gets only its ``graph`` row, and the driver's duplicate check
     (:func:`pipeline.compute.duplicates.duplicate_id_errors`, over all batches) rejects the id, as
-    it does for copies in different batches or files."""
+    it does for copies in different batches or files. With ``skip``, a graph whose fingerprint
+    the output holds already is not computed (:class:`Skip`)."""
     clock = StepClock()
     t = time.perf_counter()
-    loaded, errors = [], []
+    loaded, errors, skipped = [], [], []
+    known = skip.fingerprints() if skip else {}
+    fingerprints: dict[str, list] = {"graph_id": [], "fingerprint": [], "skipped": [], "known": []}
     for value, source_file, gid, code, message in zip(
         batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"], strict=True
     ):
@@ -150,8 +176,19 @@ def _batch_rows(
         obj, error = load_text(value, source_file, limits, fast=True)
         if error is not None:
             errors.append(error)
-        else:
-            loaded.append((obj, value, source_file))
+            continue
+        fp = spec_fingerprint(obj, skip.rules_version) if skip else None
+        if fp is not None:
+            graph_id = obj.get("graph_id")
+            fingerprints["graph_id"].append(graph_id)
+            fingerprints["fingerprint"].append(fp)
+            fingerprints["skipped"].append(known.get(graph_id) == fp)
+            fingerprints["known"].append(graph_id in known)
+            if fingerprints["skipped"][-1]:
+                nodes = obj.get("nodes")
+                skipped.append((graph_id, source_file, len(nodes) if isinstance(nodes, list) else None))
+                continue
+        loaded.append((obj, value, source_file))
     # The columnar checks over the whole batch; the graphs they do not accept are checked one
     # by one (which names what is wrong). Should the columnar pass itself fail (a bug), every
     # graph goes the checked way: no graph is lost to it.
@@ -190,9 +227,11 @@ def _batch_rows(
         rows.setdefault("graph", []).append(
             {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
         )
-    for gid, source_file, node_count in repeated:
+    for gid, source_file, node_count in repeated + skipped:
         graph_row = {"source_file": [source_file], "node_count": [node_count], "graph_id": [gid]}
         rows.setdefault("graph", []).append(graph_row)
+    if fingerprints["graph_id"]:
+        rows.setdefault("fingerprint", []).append(fingerprints)
     return rows, clock
 
 
@@ -269,6 +308,7 @@ def rows_from_texts(
     limits: Limits | None = None,
     raise_in_graph: str | None = None,
     emit: frozenset[str] = frozenset({JOBGRAPH}),
+    skip: Skip | None = None,
 ) -> DataFrame:
     """All rows from :data:`read_spec.TEXT_SCHEMA` rows (:func:`read_spec.read_texts`): the
     JobGraph rows (``emit`` holds ``jobgraph``), the stream tables' rows (``stream``), or both.
@@ -276,7 +316,7 @@ def rows_from_texts(
     ``raise_in_graph`` is a test hook (setting ``testing.raise_in_graph``, never in
     conf/pipeline.json): the per-graph code raises a RuntimeError for the graph of that id,
     to show that an unexpected exception costs that graph only (tests/test_bad_input.py)."""
-    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph, emit), FUSED_SCHEMA)
+    return texts.mapInArrow(_from_texts(limits or Limits.from_settings(), raise_in_graph, emit, skip), FUSED_SCHEMA)
 
 
 def rows_from_tables(tables: StreamTables, buckets: int) -> DataFrame:

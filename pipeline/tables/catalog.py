@@ -33,7 +33,7 @@ R = TypeVar("R")
 
 # What each command writes under --output; register_tables takes any list, these are the defaults.
 COMMAND_TABLES: dict[str, tuple[str, ...]] = {
-    "compute": ("operators", "job_vertices", "job_edges", "graph_errors"),
+    "compute": ("operators", "job_vertices", "job_edges", "graph_errors", "graph_fingerprints"),
     "ingest": ("stream_graphs", "stream_nodes", "stream_edges", "graph_errors"),
     "inventory": ("savepoint_operators", "savepoint_states", "savepoint_errors"),
     "check-restore": (

@@ -73,7 +73,8 @@ COMMIT_CONFLICTS: tuple[type[Exception], ...] = (
 
 RUNS_SCHEMA = (
     "run_id string, finished_at timestamp, graphs long, graphs_digest string, "
-    "versions map<string,long>, rewritten_graphs map<string,long>, attempts map<string,long>"
+    "versions map<string,long>, rewritten_graphs map<string,long>, attempts map<string,long>, "
+    "counts map<string,long>"
 )
 
 
@@ -125,6 +126,7 @@ def write_run(
     say: Callable[[str], None] | None = None,
     graph_counts: Mapping[str, int] | None = None,
     deletion_vectors: bool = True,
+    counts: Mapping[str, int] | None = None,
 ) -> RunCommit:
     """Replace the run's keys in every table (from threads: each write has driver-side
     phases during which the others keep the cores busy), then publish the run.
@@ -134,7 +136,9 @@ def write_run(
     owns them. ``graph_counts``: per table, the number of keys its rows hold, when the caller
     knows it (the pipeline counts every kind of row in one pass): a table created by this run
     then records it without a scan of its rows to count them. ``deletion_vectors``: whether a
-    table this run creates has them (settings ``tables.deletion_vectors``)."""
+    table this run creates has them (settings ``tables.deletion_vectors``). ``counts``: what the
+    run did, by name (compute: graphs skipped as unchanged, recomputed, new, rejected), kept in
+    its ``runs`` row."""
     writes = [
         w if isinstance(w, TableWrite) else TableWrite(w[0], w[1], key_count=(graph_counts or {}).get(w[0]))
         for w in tables
@@ -151,7 +155,9 @@ def write_run(
         with ThreadPoolExecutor(max_workers=len(writes)) as pool:
             futures = {
                 w.name: pool.submit(
-                    _replace_with_retry,
+                    _unchanged
+                    if not ids and w.ids is None and DeltaTable.isDeltaTable(spark, table_path(output, w.name))
+                    else _replace_with_retry,
                     spark,
                     output,
                     w.name,
@@ -173,7 +179,7 @@ def write_run(
                         say(f"delta write: {name}: columns added by this release: {', '.join(c.added_columns)}")
                     keys = _KEY_WORDS.get(next(w.key for w in writes if w.name == name), "keys")
                     say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} {keys} rewritten")
-        _publish(spark, output, commit, ids)
+        _publish(spark, output, commit, ids, counts)
         if say:
             say("delta write: run published")
     finally:
@@ -182,6 +188,12 @@ def write_run(
         else:
             spark.conf.set(USER_METADATA_CONF, previous)
     return commit
+
+
+def _unchanged(spark: SparkSession, output: str, table: str, *_args: object) -> TableCommit:
+    """A run about no keys (an incremental run that found every graph unchanged) leaves an
+    existing table as it is: its latest version holds the run's (no) rows."""
+    return TableCommit(int(DeltaTable.forPath(spark, table_path(output, table)).history(1).first()["version"]), 0, 1)
 
 
 def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> TableCommit:
@@ -345,7 +357,13 @@ def graphs_digest(graph_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(graph_ids)).encode("utf-8")).hexdigest()
 
 
-def _publish(spark: SparkSession, output: str, commit: RunCommit, graph_ids: Sequence[str]) -> None:
+def _publish(
+    spark: SparkSession,
+    output: str,
+    commit: RunCommit,
+    graph_ids: Sequence[str],
+    counts: Mapping[str, int] | None = None,
+) -> None:
     """Append the run's row to ``runs``: the run is finished in every table. A blind append,
     so concurrent runs' publishes do not conflict (only two first creations can)."""
     row = [
@@ -357,13 +375,15 @@ def _publish(spark: SparkSession, output: str, commit: RunCommit, graph_ids: Seq
             {t: c.version for t, c in commit.tables.items()},
             {t: c.rewritten_graphs for t, c in commit.tables.items()},
             {t: c.attempts for t, c in commit.tables.items()},
+            dict(counts) if counts else None,
         )
     ]
     df = spark.createDataFrame(row, RUNS_SCHEMA).withColumn("finished_at", F.current_timestamp())
     path = table_path(output, RUNS_TABLE)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            df.write.format("delta").mode("append").save(path)
+            # mergeSchema: a runs table an earlier release wrote gains the columns added since
+            df.write.format("delta").mode("append").option("mergeSchema", "true").save(path)
             return
         except COMMIT_CONFLICTS:
             if attempt == MAX_ATTEMPTS:

@@ -1,0 +1,95 @@
+"""The version of the rules a graph's tables were computed with, and the fingerprints a run
+finds in its output (``graph_fingerprints``).
+
+The rules version is a digest of everything that computes the tables besides the spec and its
+Flink line's profile (:mod:`udfs.spec.fingerprint` adds those): the code of the per-graph steps
+and of the compute run (``udfs/spec``, ``udfs/flink``, ``udfs/compute``, ``udfs/errors.py``,
+``pipeline/compute``, the tables' columns, the package version) and the settings that change
+results (the input limits). Nothing is bumped by hand: any change to that code, a new release,
+gives a new version, so its run recomputes every graph (and fills columns a release added).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.settings import Settings
+from pipeline.tables.catalog import COMMAND_TABLES
+from pipeline.tables.delta_writer import published_versions, read_published, table_path
+
+TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
+COLUMNS = ["graph_id", "fingerprint", "rules_version"]
+_ROOT = Path(__file__).resolve().parents[2]
+_CODE = ("udfs/spec", "udfs/flink", "udfs/compute", "udfs/errors.py", "pipeline/compute",
+         "pipeline/tables/columns.py", "pipeline/version.py")  # fmt: skip
+
+
+def rules_version(settings: Settings) -> str:
+    h = hashlib.sha256()
+    for entry in _CODE:
+        path = _ROOT / entry
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
+    limits = settings.limits
+    h.update(json.dumps([limits.max_line_bytes, limits.max_graph_elements, settings.testing.raise_in_graph]).encode())
+    return h.hexdigest()[:16]
+
+
+def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> dict[str, str]:
+    """graph_id -> fingerprint of every graph the output holds, as published (a fingerprint
+    computed under other rules or another profile differs, so it matches no graph of this run),
+    less the rejected graphs (their ``graph_errors`` row names the file the graph came from, so
+    they are checked again; they are few) and less the graphs whose rows commits past the
+    published view changed.
+
+    Those commits are a run's that was killed before it published (or one still running): the
+    graphs it committed have rows no published fingerprint describes. Computed again, on the
+    killed run's input they make this run's graph set the killed run's, so the re-run covers
+    it and the published view moves past it (pipeline/tables/delta_writer.published_versions)."""
+    if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
+        return {}  # an output no run has written yet, or one an earlier release wrote
+    names = COMMAND_TABLES["compute"]
+    cut = published_versions(spark, output, names)
+    touched = None
+    for name in names:
+        path = table_path(output, name)
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        latest = int(DeltaTable.forPath(spark, path).history(1).first()["version"])
+        if cut.get(name) is not None and latest == cut[name]:
+            continue
+        now = spark.read.format("delta").load(path)
+        then = (
+            now.limit(0)
+            if cut.get(name) is None
+            else spark.read.format("delta").option("versionAsOf", cut[name]).load(path)
+        )
+        ids = now.exceptAll(then).unionByName(then.exceptAll(now)).select("graph_id")
+        touched = ids if touched is None else touched.unionByName(ids)
+    tables = read_published(spark, output, [TABLE, "graph_errors"])
+    table = tables[TABLE]
+    if "graph_errors" in tables:
+        table = table.join(tables["graph_errors"].select("graph_id"), "graph_id", "left_anti")
+    if touched is not None:
+        touched = touched.distinct().localCheckpoint(eager=True)
+        if say:
+            say(f"the output holds commits of a run that did not publish (killed, or still running): "
+                f"its {touched.count()} graphs are computed again")  # fmt: skip
+        table = table.join(touched, "graph_id", "left_anti")
+    return {r["graph_id"]: r["fingerprint"] for r in table.select("graph_id", "fingerprint").collect()}
+
+
+def rows(fingerprint_rows: DataFrame, version: str) -> DataFrame:
+    """The ``graph_fingerprints`` rows of the graphs a run computed (the stage's ``fingerprint``
+    rows less the skipped ones, whose rows the output holds already)."""
+    return fingerprint_rows.where(~F.col("skipped")).select(
+        "graph_id", "fingerprint", F.lit(version).alias("rules_version")
+    )

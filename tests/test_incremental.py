@@ -1,0 +1,262 @@
+"""Incremental compute runs (graph_fingerprints): after every kind of change, the tables of an
+incremental run are those a full run (``--full``) writes from the same start, row for row, and
+the run summary and the ``runs`` table say how many graphs were skipped, recomputed, new and
+rejected.
+
+Two outputs take the same inputs in the same order: ``inc`` by default (incremental), ``full``
+with ``full=True``. The inputs: a first fleet; then one graph changed, one re-exported with its
+keys in another order and other whitespace (same content), one removed from the input, one
+made invalid, one new, one graph_id given twice with both copies unchanged; the same input
+again; tables an earlier release wrote (no graph_fingerprints, a job_vertices column missing);
+other rules (settings that change the rules version); a run killed before it published.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from delta.tables import DeltaTable
+
+from pipeline.compute import fingerprints
+from pipeline.compute.run import Progress, compute
+from pipeline.settings import load_settings
+from pipeline.tables import delta_writer
+from udfs.spec import fingerprint as fp_module
+from udfs.spec.fingerprint import spec_fingerprint
+
+from .conftest import ROOT
+
+TABLES = ("operators", "job_vertices", "job_edges", "graph_errors", "graph_fingerprints")
+QUIET = Progress(enabled=False)
+
+
+def _graphs() -> list[dict]:
+    out = [json.loads((ROOT / "samples" / f).read_text()) for f in ("wordcount.json", "stateful-with-uids.json")]
+    for f in ("orders-enricher.jsonl", "broken.jsonl"):
+        out += [json.loads(line) for line in (ROOT / "samples" / f).read_text().splitlines() if line.strip()]
+    fleet = [json.loads(line) for line in (ROOT / "samples" / "fleet-sample.jsonl").read_text().splitlines()]
+    # wordcount, stateful, orders@v1, orders@v2, a fleet graph, the three broken ones, 5 more
+    return out[:4] + fleet[:1] + out[4:] + fleet[1:3] + fleet[12:15]
+
+
+def _write(folder: Path, graphs: list[dict], texts: dict[str, str] | None = None) -> str:
+    folder.mkdir(parents=True)
+    lines = [(texts or {}).get(g["graph_id"]) or json.dumps(g) for g in graphs]
+    (folder / "fleet.jsonl").write_text("\n".join(lines) + "\n")
+    return str(folder)
+
+
+def _snapshot(spark, out: str, tables: tuple[str, ...] = TABLES) -> dict[str, list]:
+    """Every row of every table: graph_id, then the other columns in name order (a column a
+    release added comes last in a table an earlier release created)."""
+    snap = {}
+    for t in tables:
+        df = spark.read.format("delta").load(f"{out}/{t}")
+        columns = ["graph_id", *sorted(c for c in df.columns if c != "graph_id")]
+        snap[t] = sorted(tuple(str(r[c]) for c in columns) for r in df.collect())
+    return snap
+
+
+def _input_graphs(spark, out: str, tables: tuple[str, ...] = TABLES[:-1]) -> dict[str, list]:
+    """:func:`_snapshot` less the rows of orders-enricher@v2, the graph the second input
+    dropped: after the earlier-release test its job_vertices rows keep the column that test
+    removed empty (no input holds the graph since, so no run recomputes it)."""
+    return {t: [r for r in rows if r[0] != "orders-enricher@v2"] for t, rows in _snapshot(spark, out, tables).items()}
+
+
+def _last_run_counts(spark, out: str) -> dict[str, int]:
+    runs = spark.read.format("delta").load(f"{out}/runs").orderBy("finished_at", ascending=False)
+    return dict(runs.first()["counts"])
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("incremental")
+    return root, str(root / "inc"), str(root / "full")
+
+
+def _both(spark, settings, inp: str, outputs) -> tuple:
+    _, inc, full = outputs
+    s_inc = compute(spark, inp, inc, settings, QUIET)
+    s_full = compute(spark, inp, full, settings, QUIET, full=True)
+    assert _snapshot(spark, inc) == _snapshot(spark, full)
+    assert s_full.graphs_skipped == 0
+    return s_inc, s_full
+
+
+def test_incremental_runs_equal_full_runs(spark, settings, outputs):
+    root, inc, full = outputs
+    graphs = _graphs()
+    n = len(graphs)
+    s1 = compute(spark, _write(root / "in1", graphs), inc, settings, QUIET)  # into an empty output: all new
+    shutil.copytree(inc, full)
+    assert (s1.graphs_new, s1.graphs_skipped, s1.graphs_recomputed) == (n, 0, 0)
+    assert s1.graphs_rejected == 3  # broken.jsonl's three graphs
+    assert {g["graph_id"] for g in graphs} == {r[0] for r in _snapshot(spark, inc)["graph_fingerprints"]}
+
+    # The second input: one changed, one re-exported (same content), one removed, one invalid,
+    # one new, one graph_id twice (both copies unchanged).
+    wc, stateful, orders, removed, invalid, *rest = graphs
+    broken = ["broken-dangling-edge", "broken-duplicate-uid", "broken-unknown-partitioner"]
+    assert [g["graph_id"] for g in rest[:3]] == broken
+    changed = dict(wc, nodes=[dict(node, parallelism=3) for node in wc["nodes"]])
+    made_invalid = dict(invalid, edges=invalid["edges"] + [{"source": invalid["nodes"][0]["id"], "target": 999}])
+    new = dict(stateful, graph_id="stateful-copy")
+    reexported = json.dumps(dict(reversed(list(orders.items()))), indent=None, separators=(" ,", " : "))
+    second = [changed, stateful, orders, made_invalid, new, *rest, rest[-1]]
+    s2, _ = _both(spark, settings, _write(root / "in2", second, {orders["graph_id"]: reexported}), outputs)
+    # skipped: stateful, orders (re-exported) and the unchanged others but the three rejected
+    # ones (checked again: their error rows name their file), the doubled one's two copies
+    # among them; recomputed: the changed and the invalid one; new: the copy and those three
+    assert (s2.graphs_recomputed, s2.graphs_new) == (2, 4)
+    assert s2.graphs_skipped == 2 + len(rest) + 1 - 3
+    errors = {r[0]: r[1] for r in _snapshot(spark, inc)["graph_errors"]}
+    assert errors[made_invalid["graph_id"]] == "DANGLING_EDGE" and errors[rest[-1]["graph_id"]] == "DUPLICATE_GRAPH_ID"
+    # a run replaces its own graphs only: the one no longer in the input keeps its rows
+    assert removed["graph_id"] in {r[0] for r in _snapshot(spark, inc)["job_vertices"]}
+    counts = _last_run_counts(spark, inc)
+    assert counts == {"skipped": s2.graphs_skipped, "recomputed": 2, "new": 4, "rejected": s2.graphs_rejected}
+
+    # The same input again: nothing is computed or rewritten.
+    before = {t: DeltaTable.forPath(spark, f"{inc}/{t}").history(1).first()["version"] for t in TABLES}
+    s3 = compute(spark, str(root / "in2"), inc, settings, QUIET)
+    # the rejected ones are checked again (broken.jsonl's three, the invalid one, the doubled
+    # id's two copies) and rewrite nothing: their error rows are as they were
+    assert (s3.graphs_recomputed, s3.graphs_new, s3.graphs_skipped) == (0, 6, len(second) - 6)
+    assert s3.graphs_rejected == 5
+    after = {t: DeltaTable.forPath(spark, f"{inc}/{t}").history(1).first()["version"] for t in TABLES}
+    assert after == before
+    assert _snapshot(spark, inc) == _snapshot(spark, full)
+
+
+def test_tables_of_an_earlier_release_are_recomputed_and_evolved(spark, settings, outputs):
+    """No graph_fingerprints, job_vertices without a column a later release added (as an
+    earlier release wrote them): the run computes every graph and fills the column. ``full``
+    holds what a full run over the same input writes (the last test's)."""
+    root, inc, full = outputs
+    v = spark.read.format("delta").load(f"{inc}/job_vertices")
+    v.drop("effective_max_parallelism").write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+        f"{inc}/job_vertices"
+    )
+    shutil.rmtree(f"{inc}/graph_fingerprints")
+    s = compute(spark, str(root / "in2"), inc, settings, QUIET)
+    copies = len((root / "in2" / "fleet.jsonl").read_text().splitlines())  # the doubled id counts twice
+    assert (s.graphs_skipped, s.graphs_recomputed, s.graphs_new) == (0, 0, copies)  # nothing known
+    assert _input_graphs(spark, inc) == _input_graphs(spark, full)
+    dropped = spark.read.format("delta").load(f"{inc}/job_vertices").where("graph_id = 'orders-enricher@v2'")
+    assert dropped.count() > 0 and dropped.where("effective_max_parallelism IS NOT NULL").count() == 0
+    # the graphs of this input have their fingerprints again (not orders@v2, in no input since)
+    fps = _snapshot(spark, full)["graph_fingerprints"]
+    assert _snapshot(spark, inc)["graph_fingerprints"] == [r for r in fps if r[0] != "orders-enricher@v2"]
+
+
+def test_other_rules_recompute_every_graph(spark, settings, outputs):
+    """Settings that can change results are part of the rules version: a run under other ones
+    recomputes every graph (as a new release's code would), to the same tables here."""
+    root, inc, full = outputs
+    other = load_settings(
+        {"spark.master": "local[2]", "spark.shuffle_partitions": 4, "limits.max_graph_elements": 2_000_000}
+    )
+    assert fingerprints.rules_version(other) != fingerprints.rules_version(settings)
+    s = compute(spark, str(root / "in2"), inc, other, QUIET)
+    assert s.graphs_skipped == 0 and s.graphs_recomputed > 0
+    assert _input_graphs(spark, inc) == _input_graphs(spark, full)
+    versions = {r["rules_version"] for r in spark.read.format("delta").load(f"{inc}/graph_fingerprints").collect()}
+    assert fingerprints.rules_version(other) in versions
+    s = compute(spark, str(root / "in2"), inc, settings, QUIET)  # back to these rules: all again
+    assert s.graphs_skipped == 0 and s.graphs_recomputed > 0
+
+
+def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_path):
+    """A run killed after its first commit: the graphs whose rows it changed are described by
+    no published fingerprint, so the next run computes them again; on the killed run's input
+    that is the killed run's graph set, so the re-run covers it and the published view moves on."""
+    root, inc, full = outputs
+    graphs = [json.loads(line) for line in (root / "in2" / "fleet.jsonl").read_text().splitlines()]
+    target = next(g for g in graphs if g["graph_id"] == "seed003-stateful-with-uids")
+    edited = [
+        dict(g, nodes=[dict(n, name=n["name"] + " v2") for n in g["nodes"]]) if g is target else g for g in graphs
+    ]
+    inp = _write(tmp_path / "in3", edited)
+    # the killed run: the same replace of operators a run makes, tagged with its id, never published
+    known = fingerprints.known_fingerprints(spark, inc)
+    assert known
+    scratch = str(tmp_path / "scratch")
+    compute(spark, _write(tmp_path / "only", [edited[graphs.index(target)]]), scratch, settings, QUIET)
+    rows = spark.read.format("delta").load(f"{scratch}/operators")
+    ids = spark.createDataFrame([(target["graph_id"],)], "graph_id string")
+    # its graph set: the changed graph and the rejected ones (checked in every run)
+    run_ids = [target["graph_id"]] + [r[0] for r in _snapshot(spark, inc, ("graph_errors",))["graph_errors"]]
+    spark.conf.set(delta_writer.USER_METADATA_CONF, delta_writer.RUN_TAG_PREFIX + delta_writer.run_id_for(run_ids))
+    try:
+        delta_writer.replace_graphs(spark, inc, "operators", rows, ids)
+    finally:
+        spark.conf.unset(delta_writer.USER_METADATA_CONF)
+    said: list[str] = []
+    known_now = fingerprints.known_fingerprints(spark, inc, said.append)
+    assert set(known) - set(known_now) == {target["graph_id"]}
+    assert said and "did not publish" in said[-1] and "its 1 graphs" in said[-1]
+    # the re-run on the same input: that one graph, which covers the killed run
+    s = compute(spark, inp, inc, settings, QUIET)
+    # 7: that graph (no trusted fingerprint) and the 6 rejected copies, checked again
+    assert (s.graphs_recomputed, s.graphs_new) == (0, 7)
+    compute(spark, inp, full, settings, QUIET, full=True)
+    assert _input_graphs(spark, inc) == _input_graphs(spark, full)
+    published = delta_writer.read_published(spark, inc, TABLES)
+    assert {t: sorted(map(str, df.collect())) for t, df in published.items()} == {
+        t: sorted(map(str, spark.read.format("delta").load(f"{inc}/{t}").collect())) for t in TABLES
+    }
+    assert target["graph_id"] in fingerprints.known_fingerprints(spark, inc)
+
+
+def test_fingerprint_follows_content_profile_and_rules(tmp_path, monkeypatch):
+    spec = json.loads((ROOT / "samples" / "wordcount.json").read_text())
+    base = spec_fingerprint(spec, "r1")
+    assert spec_fingerprint(dict(reversed(list(spec.items()))), "r1") == base  # key order
+    assert spec_fingerprint(dict(spec, graph_id="other"), "r1") != base
+    assert spec_fingerprint(spec, "r2") != base
+    assert spec_fingerprint("not an object", "r1") is None
+    assert spec_fingerprint(dict(spec, flink_version="0.1"), "r1") is None  # no such line: always computed
+    # a changed profile of the graph's line changes it; another line's does not
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    for p in fp_module.PROFILE_DIR.glob("*.json"):
+        (profiles / p.name).write_bytes(p.read_bytes())
+    monkeypatch.setattr(fp_module, "PROFILE_DIR", profiles)
+    fp_module.profile_digest.cache_clear()
+    try:
+        assert spec_fingerprint(spec, "r1") == base
+        line = spec["flink_version"]
+        other = next(p for p in profiles.glob("*.json") if p.stem != line)
+        other.write_bytes(other.read_bytes() + b" ")
+        fp_module.profile_digest.cache_clear()
+        assert spec_fingerprint(spec, "r1") == base
+        (profiles / f"{line}.json").write_bytes((profiles / f"{line}.json").read_bytes() + b" ")
+        fp_module.profile_digest.cache_clear()
+        assert spec_fingerprint(spec, "r1") != base
+    finally:
+        fp_module.profile_digest.cache_clear()
+
+
+def test_rules_version_follows_the_code(tmp_path, monkeypatch, settings):
+    """Any change to the code that computes the tables is a new rules version."""
+    for entry in fingerprints._CODE:
+        src = ROOT / entry
+        dst = tmp_path / entry
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            for f in src.rglob("*.py"):
+                (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+                (dst / f.relative_to(src)).write_bytes(f.read_bytes())
+        else:
+            dst.write_bytes(src.read_bytes())
+    monkeypatch.setattr(fingerprints, "_ROOT", tmp_path)
+    first = fingerprints.rules_version(settings)
+    assert first == fingerprints.rules_version(settings)
+    rule = tmp_path / "udfs" / "flink" / "chainability.py"
+    assert rule.exists()
+    rule.write_text(rule.read_text() + "\n# a changed rule\n")
+    assert fingerprints.rules_version(settings) != first
