@@ -138,11 +138,61 @@ def test_compare_attaches_restore_reasons_and_pairs_by_uid_then_name() -> None:
 
     old = graph("job@1", [Operator(1, "Src", "1" * 32, "src", 1), Operator(2, "Map", "2" * 32, None, 2)])
     new = graph("job@2", [Operator(1, "Source", "3" * 32, "src", 1), Operator(2, "Map", "4" * 32, None, 2)])
-    left, right = compare_changes(old, new, {"1" * 32: ["restore check: LOST (with state) in sp-1"]})
+    lost = "restore check c1 (savepoint sp-1): LOST (with state)"
+    left, right = compare_changes(old, new, {"1" * 32: [lost]})
     assert left.reasons == {
-        "1" * 32: ["ID changed: job@2 has 'Source' as " + "3" * 32, "restore check: LOST (with state) in sp-1"],
+        "1" * 32: ["ID changed: job@2 has 'Source' as " + "3" * 32, lost],
         "2" * 32: ["ID changed: job@2 has 'Map' as " + "4" * 32],
     }
     assert set(right.reasons) == {"3" * 32, "4" * 32}
     dot = to_dot(old, left)
     assert dot.count('BGCOLOR="#ffd7d5"') == 6  # both operator rows, three cells each
+
+
+def test_compare_says_which_check_each_restore_outcome_came_from(spark, out, tmp_path) -> None:
+    """One saved operator, two checks against the new version: SKIPPED (with state) in the check
+    that allows non-restored state, LOST (with state) in the other. The page's cell names the check
+    and savepoint of each outcome, and of each fix, instead of two bare statuses."""
+    import shutil as sh
+
+    from pipeline.tables.columns import FIXES_COLUMNS, MATCHES_COLUMNS, struct
+
+    both = str(tmp_path / "out")
+    sh.copytree(out, both)
+    graphs = load_graphs(spark, both, ["orders-enricher@v1", "orders-enricher@v2"])
+    parse = next(o for v in graphs["orders-enricher@v1"].vertices for o in v.operators if o.name == "Parse")
+    new_parse = next(o for v in graphs["orders-enricher@v2"].vertices for o in v.operators if o.name == "Parse")
+    checks = [("orders@v2 from sp-a", "/savepoints/orders/sp-a", "LOST"),
+              ("orders@v2 from sp-b, allowNonRestoredState", "/savepoints/orders/sp-b", "SKIPPED")]  # fmt: skip
+    matches = [
+        {"check_id": c, "savepoint": sp, "graph_id": "orders-enricher@v2", "operator_index": 1,
+         "operator_id": parse.operator_id, "has_state": True, "state_size": 1024, "status": status}
+        for c, sp, status in checks
+    ]  # fmt: skip
+    fixes = [{"check_id": checks[0][0], "savepoint": checks[0][1], "graph_id": "orders-enricher@v2",
+              "operator_id": parse.operator_id, "counterpart_operator_id": new_parse.operator_id,
+              "reasons": ["upstream operator Filter Bots added"], "fix_code": '.setUidHash("x")'}]  # fmt: skip
+    for name, rows, columns in (("restore_operator_matches", matches, MATCHES_COLUMNS),
+                                ("restore_fixes", fixes, FIXES_COLUMNS)):  # fmt: skip
+        schema = struct(columns)
+        full = [{c: r.get(c) for c in schema.fieldNames()} for r in rows]
+        spark.createDataFrame(full, schema).write.format("delta").save(f"{both}/{name}")
+
+    page = tmp_path / "compare.html"
+    assert main(["render", "--output", both, "--graph-id", "orders-enricher@v1", "--compare",
+                 "orders-enricher@v2", "--to", str(page)]) == 0  # fmt: skip
+    html = page.read_text()
+    (cell,) = re.findall(r"<tr><td>orders-enricher@v1</td><td>Parse</td>.*?<td>([^<]*(?:<br>[^<]*)*)</td></tr>", html)
+    lines = cell.split("<br>")
+    assert lines == [
+        "ID changed: orders-enricher@v2 has &#x27;Parse&#x27; as " + new_parse.operator_id,
+        "restore check orders@v2 from sp-a (savepoint /savepoints/orders/sp-a): LOST (with state): "
+        "the restore fails on it",
+        "restore check orders@v2 from sp-b, allowNonRestoredState (savepoint /savepoints/orders/sp-b): "
+        "SKIPPED (with state): its state is dropped (allowNonRestoredState)",
+        "restore check orders@v2 from sp-a: upstream operator Filter Bots added (fix: .setUidHash(&quot;x&quot;))",
+    ]
+    # the new side's counterpart carries the fix with its check too
+    (new_cell,) = re.findall(r"<tr><td>orders-enricher@v2</td><td>Parse</td>.*?<td>([^<]*(?:<br>[^<]*)*)</td></tr>",
+                             html)  # fmt: skip
+    assert "restore check orders@v2 from sp-a: upstream operator Filter Bots added" in new_cell

@@ -67,6 +67,30 @@ class Changes:
             self.reasons[operator_id].append(reason)
 
 
+# What each status of restore_operator_matches means for the saved operator (udfs/restore/rules.py).
+MATCH_STATUS_MEANING = {
+    "SKIPPED": "its state is dropped (allowNonRestoredState)",
+    "LOST": "the restore fails on it",
+    "DROPPED_EMPTY": "no state: Flink skips it",
+    "MATCHED_NOT_ASSIGNED": "matched, but its vertex took another ID's state",
+    "NOT_REACHED": "not looked at: Flink failed before it",
+}
+
+
+def restore_match_reason(check_id: str, savepoint: str, status: str, has_state: bool | None) -> str:
+    """One check's outcome for a saved operator, saying which check (and savepoint) it is from:
+    one operator can be SKIPPED in a check with allowNonRestoredState and LOST in another."""
+    state = "with state" if has_state else "no state"
+    meaning = MATCH_STATUS_MEANING.get(status)
+    return f"restore check {check_id} (savepoint {savepoint}): {status} ({state})" + (f": {meaning}" if meaning else "")
+
+
+def restore_fix_reason(check_id: str, reasons: list[str] | None, fix_code: str | None) -> str:
+    """One check's fix row for an operator, naming the check."""
+    text = "; ".join(reasons or []) + (f" (fix: {fix_code})" if fix_code else "")
+    return f"restore check {check_id}: {text}"
+
+
 def _e(text: object) -> str:
     """Escape for Graphviz HTML-like labels (an XML subset)."""
     return html.escape(str(text), quote=True)
