@@ -323,6 +323,15 @@ def test_a_main_that_waits_or_exits_before_submitting_ends_the_export_with_why(b
     assert rc == 0 and specs, err
     rc, specs, err = export(built, line, "ExitsBeforeSubmitJob", args=["--input", "x"])
     assert rc == 0 and [s["graph_id"] for s in specs] == ["exits-before-submit"], err
+    # where the JVM allows no security manager (Java 24+; here forced), a shutdown hook still says it
+    b = built[line]
+    p = subprocess.run(["java", "-Djava.security.manager=disallow", "-jar", str(b["harness"]), "export", "--jar",
+                        str(b["jar"]), "--main-class", "org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob"],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 3 and p.stderr.splitlines()[-1] == (
+        "error: org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob.main() called System.exit before submitting a job "
+        "(the export's exit code is main()'s): nothing to export"
+    ), p.stderr
 
 
 def test_export_timeout_default_and_the_jdk_warning_filter():
