@@ -49,12 +49,12 @@ def check(g):
             errs.append("operator/user id length mismatch")
         members = [k for k, o in ops.items() if o["jobvertex_id"] == v["id"] and o["in_vertex_operator_ids"]]
         if sorted(ops[k]["operator_id"] for k in members) != sorted(v["operator_ids"]):
-            errs.append("vertex %s operator_ids differ from its members" % v["id"])
+            errs.append(f"vertex {v['id']} operator_ids differ from its members")
         if v["id"] != ops[str(v["head_node_id"])]["operator_id"]:
             errs.append("vertex id != head operator id")
     for k, o in ops.items():
         if o["jobvertex_id"] not in vids:
-            errs.append("node %s in unknown vertex" % k)
+            errs.append(f"node {k} in unknown vertex")
     edge_keys = collections.Counter((e["source"], e["target"]) for e in g["edges"])
     per_target = collections.defaultdict(list)
     for e in exp["job_edges"]:
@@ -79,10 +79,10 @@ def main():
             print(g["graph_id"], e[:3])
     errors = collections.Counter(g["expected"].get("error", "ok")[:100] for g in data)
     sizes = sorted(len(g["nodes"]) for g in data)
-    print("%d graphs, %d failing checks; sizes min %d median %d max %d; >100 nodes: %d"
-          % (len(data), bad, sizes[0], sizes[len(sizes) // 2], sizes[-1], sum(s > 100 for s in sizes)))
+    print(f"{len(data)} graphs, {bad} failing checks; sizes min {sizes[0]} median {sizes[len(sizes) // 2]} "
+          f"max {sizes[-1]}; >100 nodes: {sum(s > 100 for s in sizes)}")
     for k, v in errors.most_common():
-        print("  %4d %s" % (v, k))
+        print(f"  {v:4d} {k}")
     if len(sys.argv) > 2:
         ref = load(sys.argv[2])
         a = set().union(*[keys(g) for g in ref])

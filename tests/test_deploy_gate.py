@@ -45,6 +45,16 @@ def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(jobs
     printed = capsys.readouterr().out.splitlines()
     assert code == 3, printed
     assert printed[1].startswith(f"  why: unreadable savepoint {bad}") or str(bad) in printed[1], printed
+    # a mistyped path: ERROR, exit 3, the path named in the printed line and in the report
+    typo = folder / "savepoints" / "savepiont-1"
+    report = tmp_path / "typo"
+    code = main(["check-restore", "--quiet", "--savepoint", str(typo), "--graphs", str(folder / "v2.jsonl"),
+                 "--report", str(report)])  # fmt: skip
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 3, printed
+    assert printed[1] == f"  why: unreadable savepoint {typo}: savepoint path does not exist", printed
+    check = json.loads(report.with_suffix(".json").read_text())["check"]
+    assert check["verdict"] == "ERROR" and check["message"] == printed[1].removeprefix("  why: ")
     assert main(["check-restore", "--savepoint", str(bad)]) == 2
     assert "needs the new version as --graphs SPEC or as --jar JAR" in capsys.readouterr().err
 

@@ -12,11 +12,13 @@ once built).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -288,6 +290,71 @@ def test_clear_one_line_errors(built, tmp_path):
     assert rc == 2 and "'3.7' is not supported" in err
     rc, _, err = export(built, "2.3", "NoSubmitJob", env={"PATH": str(tmp_path)})
     assert rc == 2 and "java not found on PATH" in err
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_main_that_waits_or_exits_before_submitting_ends_the_export_with_why(built, tmp_path, line):
+    """A main() that waits before execute() (a socket, a file, a sleep) is stopped at --timeout with
+    where it was; one that calls System.exit(3) first is named with its code; in a fleet loop the
+    other jars' exports go on. The job's own exit after a submission leaves the export as it was."""
+    fleet = ["WaitsBeforeSubmitJob", "ExitsBeforeSubmitJob", "NoSubmitJob", "UidFirstJob"]
+    results = {}
+    start = time.monotonic()
+    for main_class in fleet:  # what a CI step over a fleet of jars does, one export per jar
+        results[main_class] = export(built, line, main_class, "--timeout", "3")
+    took = time.monotonic() - start
+    assert took < 60, took  # not the 120 s default, not forever
+    rc, specs, err = results["WaitsBeforeSubmitJob"]
+    assert rc == 1 and not specs, err
+    assert (
+        "error: org.flinkjobgraph.testjobs.WaitsBeforeSubmitJob.main() did not submit a job within 3 s (--timeout): "
+        "stopped at org.flinkjobgraph.testjobs.WaitsBeforeSubmitJob.waitForever(WaitsBeforeSubmitJob.java:18), "
+        "in java.lang.Thread.sleep; nothing was exported"
+    ) in err
+    rc, specs, err = results["ExitsBeforeSubmitJob"]
+    assert rc == 1 and not specs, err
+    assert err.splitlines() == [
+        "usage: ExitsBeforeSubmitJob --input PATH",  # what the job printed
+        "error: org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob.main() exited with code 3 (System.exit) without "
+        "submitting a job: nothing to export",
+    ]  # and not the JDK's warning about the security manager that intercepts the exit
+    assert results["NoSubmitJob"][0] == 1 and "returned without submitting a job" in results["NoSubmitJob"][2]
+    rc, specs, err = results["UidFirstJob"]  # the jar after the stuck ones is exported
+    assert rc == 0 and specs, err
+    rc, specs, err = export(built, line, "ExitsBeforeSubmitJob", args=["--input", "x"])
+    assert rc == 0 and [s["graph_id"] for s in specs] == ["exits-before-submit"], err
+    # where the JVM allows no security manager (Java 24+; here forced), a shutdown hook still says it
+    b = built[line]
+    p = subprocess.run(["java", "-Djava.security.manager=disallow", "-jar", str(b["harness"]), "export", "--jar",
+                        str(b["jar"]), "--main-class", "org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob"],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 3 and p.stderr.splitlines()[-1] == (
+        "error: org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob.main() called System.exit before submitting a job "
+        "(the export's exit code is main()'s): nothing to export"
+    ), p.stderr
+
+
+def test_export_timeout_default_and_the_jdk_warning_filter():
+    from pipeline.cli import build_parser
+    from pipeline.export.command import DEFAULT_TIMEOUT, harness_args, relay_stderr
+
+    args = build_parser().parse_args(["export", "--jar", __file__, "--main-class", "a.B", "--flink", "2.3"])
+    assert DEFAULT_TIMEOUT == 120 and harness_args(args)[-2:] == ["--timeout", "120"]
+    bad = build_parser().parse_args(["export", "--jar", __file__, "--main-class", "a.B", "--flink", "2.3",
+                                     "--timeout", "-1"])  # fmt: skip
+    with pytest.raises(export_cmd.ExportError, match="--timeout expects a number of seconds >= 0, got -1"):
+        harness_args(bad)
+    jdk = [
+        "WARNING: A terminally deprecated method in java.lang.System has been called\n",
+        "WARNING: System::setSecurityManager has been called by {} (file:/x.jar)\n",
+        "WARNING: Please consider reporting this to the maintainers of {}\n",
+        "WARNING: System::setSecurityManager will be removed in a future release\n",
+    ]
+    ours = [x.format("org.flinkjobgraph.harness.MainRun") for x in jdk]
+    theirs = [x.format("com.acme.Job") for x in jdk]  # the job's own call: its warning is shown
+    sink = io.StringIO()
+    relay_stderr(iter(["a\n", *ours, "b\n", *theirs, "c\n"]), sink)
+    assert sink.getvalue() == "".join(["a\n", "b\n", *theirs, "c\n"])
 
 
 def test_missing_maven_is_one_clear_error(monkeypatch, tmp_path):

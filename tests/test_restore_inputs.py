@@ -84,6 +84,7 @@ def test_bad_manifest_lines_are_error_rows_that_name_the_line(spark, fleet, tmp_
         json.dumps({"savepoint": first["savepoint"], "graph_id": first["graph_id"]}),
         "",
         json.dumps([1, 2]),
+        json.dumps({**first, "check_id": "typo", "savepoint": "savepoints/savepiont-1"}),  # a mistyped path
     ]
     manifest = fleet / "bad-checks.jsonl"
     manifest.write_text("\n".join(lines) + "\n")
@@ -93,7 +94,7 @@ def test_bad_manifest_lines_are_error_rows_that_name_the_line(spark, fleet, tmp_
     by_id: dict[str, list[dict]] = {}
     for r in rows:
         by_id.setdefault(r["check_id"], []).append(r.asDict())
-    assert len(rows) == 7  # every non-blank line is one row
+    assert len(rows) == 8  # every non-blank line is one row
     assert by_id[first["check_id"]][0]["verdict"] in ("FAILS", "RESTORES")
     errors = {r["message"] for r in rows if r["verdict"] == "ERROR"}
     assert all(r["failure"] == r["message"] for r in rows if r["verdict"] == "ERROR")
@@ -110,6 +111,10 @@ def test_bad_manifest_lines_are_error_rows_that_name_the_line(spark, fleet, tmp_
     assert "manifest line bad-checks.jsonl:8: not a JSON object but list" in errors
     assert {"manifest-error:bad-checks.jsonl:2", "manifest-error:bad-checks.jsonl:6"} <= set(by_id)
     assert len(by_id["twice"]) == 2
+    (typo,) = by_id["typo"]  # the path in the message, as the manifest's folder resolves it
+    assert typo["verdict"] == "ERROR" and typo["message"] == typo["failure"]
+    assert typo["savepoint"] == "savepoints/savepiont-1"  # as the manifest wrote it
+    assert typo["message"] == f"unreadable savepoint file:{fleet}/savepoints/savepiont-1: savepoint path does not exist"
 
 
 def test_restore_tables_are_replaced_in_one_commit_each_and_published(spark, fleet, tmp_path):

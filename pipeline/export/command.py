@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import TextIO
 
 from pipeline.export.harness import (
     HARNESS_ENV,
@@ -20,6 +22,11 @@ from pipeline.export.harness import (
     java_command,
     resolve_maven,
 )
+
+DEFAULT_TIMEOUT = 120  # seconds main() may run; the harness's own default is the same
+# What the harness may still do once main() is done (Flink's answer with --expected, the user
+# classes of a fat jar, the spec lines) before the export is taken for stuck and stopped.
+AFTER_MAIN_SECONDS = 300
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,6 +54,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--user-classes-limit", type=int, metavar="N",
                    help="classes of --jar described in the graph field user_classes at most (default 20000; "
                    "0 leaves the field out): bounds the export of a fat jar")
+    c.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"end the export with an error when main() is still running after SECONDS without "
+                   f"submitting a job (one that waits on a socket or sleeps before execute()); default "
+                   f"{DEFAULT_TIMEOUT}, 0: no limit")
     c.add_argument("--rebuild", action="store_true", help="rebuild the harness even if it looks current")
     c.add_argument("--harness-dir", help=f"harness sources (default: this checkout's harness/, or ${HARNESS_ENV})")
     c.add_argument("program_args", nargs="*", metavar="-- ARGS", help="arguments for the job's main()")
@@ -85,6 +96,10 @@ def harness_args(args: argparse.Namespace) -> list[str]:
         if args.user_classes_limit < 0:
             raise ExportError(f"--user-classes-limit expects a number >= 0, got {args.user_classes_limit}")
         out += ["--user-classes-limit", str(args.user_classes_limit)]
+    timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
+    if timeout < 0:
+        raise ExportError(f"--timeout expects a number of seconds >= 0, got {timeout}")
+    out += ["--timeout", str(timeout)]
     if args.program_args:
         out += ["--", *args.program_args]
     return out
@@ -102,4 +117,49 @@ def run(args: argparse.Namespace) -> int:
     except ExportError as e:
         print(f"flink-jobgraph export: {e}", file=sys.stderr)
         return 2
-    return subprocess.run([*cmd, *hargs]).returncode
+    # The harness stops main() at --timeout itself; this limit only catches a harness that cannot
+    # end (a shutdown hook of the job's that never returns).
+    limit = args.timeout + AFTER_MAIN_SECONDS if args.timeout else None
+    proc = subprocess.Popen([*cmd, *hargs], stderr=subprocess.PIPE, text=True, errors="replace")
+    relay = threading.Thread(target=relay_stderr, args=(proc.stderr, sys.stderr), daemon=True)
+    relay.start()
+    try:
+        code = proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        code = None
+    relay.join(timeout=10)
+    if code is None:
+        print(f"flink-jobgraph export: {args.main_class}: the harness did not end within {limit} s "
+              f"(--timeout {args.timeout} + {AFTER_MAIN_SECONDS} s after main()); stopped", file=sys.stderr)
+        return 1
+    return code
+
+
+# Java 17 - 23 print this on every System.setSecurityManager, which the harness calls to intercept
+# a main()'s System.exit (MainRun.java): not the user's business, and no way to silence it there.
+_JDK_WARNING = (
+    "WARNING: A terminally deprecated method in java.lang.System has been called",
+    "WARNING: System::setSecurityManager has been called by org.flinkjobgraph.harness.MainRun ",
+    "WARNING: Please consider reporting this to the maintainers of org.flinkjobgraph.harness.MainRun",
+    "WARNING: System::setSecurityManager will be removed in a future release",
+)
+
+
+def relay_stderr(source: TextIO, sink: TextIO) -> None:
+    """The harness's stderr, line by line as it comes, less the JDK's warning about the harness's
+    own security manager (any other warning, a job's own setSecurityManager's too, passes)."""
+    held: list[str] = []
+    for line in source:
+        if len(held) < len(_JDK_WARNING) and line.startswith(_JDK_WARNING[len(held)]):
+            held.append(line)
+            if len(held) == len(_JDK_WARNING):
+                held = []  # the whole warning, about the harness: dropped
+            continue
+        sink.writelines(held)
+        held = []
+        sink.write(line)
+        sink.flush()
+    sink.writelines(held)
+    sink.flush()

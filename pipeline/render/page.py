@@ -19,7 +19,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.tables import delta_writer as delta_sink
-from udfs.render.layout import Changes, Edge, JobGraph, Operator, Vertex, compare_changes, page, to_dot
+from udfs.render.layout import (
+    Changes,
+    Edge,
+    JobGraph,
+    Operator,
+    Vertex,
+    compare_changes,
+    page,
+    restore_fix_reason,
+    restore_match_reason,
+    to_dot,
+)
 
 
 class RenderError(ValueError):
@@ -88,7 +99,9 @@ def _missing(spark: SparkSession, output: str, graph_id: str) -> str:
 
 
 def restore_reasons(spark: SparkSession, output: str, graph_ids: list[str]) -> dict[str, list[str]]:
-    """Per operator ID, what ``check-restore`` said about it for checks against these graphs.
+    """Per operator ID, what ``check-restore`` said about it for checks against these graphs,
+    each line naming its check and savepoint (one operator can be SKIPPED in one check and LOST
+    in another).
 
     Empty when no restore check ran into this output (the page then just highlights).
     """
@@ -99,26 +112,29 @@ def restore_reasons(spark: SparkSession, output: str, graph_ids: list[str]) -> d
             spark.read.format("delta")
             .load(matches)
             .where(F.col("graph_id").isin(graph_ids) & (F.col("status") != "MATCHED"))
-            .select("operator_id", "status", "savepoint", "has_state")
+            .select("check_id", "savepoint", "operator_id", "status", "has_state")
             .distinct()
+            .orderBy("check_id", "operator_id", "status")
             .collect()
         )
         for r in rows:
-            state = "with state" if r.has_state else "no state"
-            reasons.setdefault(r.operator_id, []).append(f"restore check: {r.status} ({state}) in {r.savepoint}")
+            reasons.setdefault(r.operator_id, []).append(
+                restore_match_reason(r.check_id, r.savepoint, r.status, r.has_state)
+            )
     fixes = delta_sink.table_path(output, "restore_fixes")
     if DeltaTable.isDeltaTable(spark, fixes):
         rows = (
             spark.read.format("delta")
             .load(fixes)
             .where(F.col("graph_id").isin(graph_ids))
-            .select("operator_id", "counterpart_operator_id", "reasons", "fix_code")
+            .select("check_id", "operator_id", "counterpart_operator_id", "reasons", "fix_code")
+            .orderBy("check_id", "operator_id", "fix_code")
             .collect()
         )
         for r in rows:
-            text = "; ".join(r.reasons or []) + (f" (fix: {r.fix_code})" if r.fix_code else "")
-            for op_id in {r.operator_id, r.counterpart_operator_id} - {None}:
-                reasons.setdefault(op_id, []).append(f"restore check: {text}")
+            text = restore_fix_reason(r.check_id, r.reasons, r.fix_code)
+            for op_id in sorted({r.operator_id, r.counterpart_operator_id} - {None}):
+                reasons.setdefault(op_id, []).append(text)
     return reasons
 
 

@@ -11,10 +11,19 @@ decided on, so a version-to-version comparison can point at the operators whose 
 from __future__ import annotations
 
 import html
+import json
+import textwrap
 from dataclasses import dataclass, field
+
+from udfs.render import viewer
 
 HIGHLIGHT = "#ffd7d5"  # an operator whose ID is not in the other version
 HIGHLIGHT_BORDER = "#c62828"
+# Names in a box: a SQL job's chained vertex name runs to thousands of characters, which made
+# boxes (and the page) many screens wide. Wrapped at these widths and cut after these many lines
+# (the whole name is in the tooltip and in the page's search index).
+NAME_WIDTH, NAME_LINES = 80, 3
+OPERATOR_NAME_WIDTH, OPERATOR_NAME_LINES = 60, 2
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,30 @@ class Changes:
         self.reasons.setdefault(operator_id, [])
         if reason not in self.reasons[operator_id]:
             self.reasons[operator_id].append(reason)
+
+
+# What each status of restore_operator_matches means for the saved operator (udfs/restore/rules.py).
+MATCH_STATUS_MEANING = {
+    "SKIPPED": "its state is dropped (allowNonRestoredState)",
+    "LOST": "the restore fails on it",
+    "DROPPED_EMPTY": "no state: Flink skips it",
+    "MATCHED_NOT_ASSIGNED": "matched, but its vertex took another ID's state",
+    "NOT_REACHED": "not looked at: Flink failed before it",
+}
+
+
+def restore_match_reason(check_id: str, savepoint: str, status: str, has_state: bool | None) -> str:
+    """One check's outcome for a saved operator, saying which check (and savepoint) it is from:
+    one operator can be SKIPPED in a check with allowNonRestoredState and LOST in another."""
+    state = "with state" if has_state else "no state"
+    meaning = MATCH_STATUS_MEANING.get(status)
+    return f"restore check {check_id} (savepoint {savepoint}): {status} ({state})" + (f": {meaning}" if meaning else "")
+
+
+def restore_fix_reason(check_id: str, reasons: list[str] | None, fix_code: str | None) -> str:
+    """One check's fix row for an operator, naming the check."""
+    text = "; ".join(reasons or []) + (f" (fix: {fix_code})" if fix_code else "")
+    return f"restore check {check_id}: {text}"
 
 
 def _e(text: object) -> str:
@@ -125,7 +158,8 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
         changed = any(o.operator_id in changes.reasons for o in v.operators)
         border = HIGHLIGHT_BORDER if changed else "#3a5a8c"
         rows = [
-            f'<TR><TD COLSPAN="3" BGCOLOR="#dce6f5" ALIGN="LEFT"><B>{_e(v.name)}</B></TD></TR>',
+            f'<TR><TD COLSPAN="3" BGCOLOR="#dce6f5" ALIGN="LEFT" BALIGN="LEFT">'
+            f"<B>{_wrapped(v.name, NAME_WIDTH, NAME_LINES)}</B></TD></TR>",
             f'<TR><TD COLSPAN="3" ALIGN="LEFT"><FONT POINT-SIZE="10">Parallelism: {v.parallelism}'
             + _max_parallelism_text(v)
             + (f" · slot sharing group {_e(v.slot_sharing_group)}" if v.slot_sharing_group else "")
@@ -135,7 +169,8 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
             bg = f' BGCOLOR="{HIGHLIGHT}"' if o.operator_id in changes.reasons else ""
             uid = f"uid {_e(o.uid)}" if o.uid else "<I>no uid</I>"
             rows.append(
-                f'<TR><TD ALIGN="LEFT"{bg}>{_e(o.name)}</TD>'
+                f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"{bg}>'
+                f"{_wrapped(o.name, OPERATOR_NAME_WIDTH, OPERATOR_NAME_LINES)}</TD>"
                 f'<TD ALIGN="LEFT"{bg}><FONT FACE="monospace" POINT-SIZE="10">{_e(o.operator_id)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"{bg}>{uid}</TD></TR>'
             )
@@ -166,6 +201,18 @@ def _max_parallelism_text(v: Vertex) -> str:
     return ""
 
 
+def _wrapped(text: str, width: int, max_lines: int) -> str:
+    """``text`` as at most ``max_lines`` escaped lines of about ``width`` characters, left-aligned
+    line breaks between them; '…' where it was cut. A name that fits is left exactly as it is."""
+    if len(text) <= width:
+        return _e(text)
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 1] + "…"
+    return '<BR ALIGN="LEFT"/>'.join(_e(line) for line in lines)
+
+
 def _quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -187,7 +234,32 @@ h1 { font-size: 20px; margin: 0 0 4px 0; } .meta { color: #5b6b82; font-size: 13
 table.changes { border-collapse: collapse; font-size: 13px; margin-top: 16px; background: white; }
 table.changes td, table.changes th { border: 1px solid #d5dde8; padding: 4px 8px; text-align: left; }
 code { font-size: 12px; }
-""".replace("HIGHLIGHT", HIGHLIGHT)
+.sides > .side { flex: 1 1 560px; min-width: 0; }
+""".replace("HIGHLIGHT", HIGHLIGHT) + viewer.CSS
+
+
+def search_index(graph: JobGraph) -> str:
+    """The panel's search index (JSON, safe inside a script element): per vertex its ID and the
+    text a search matches: vertex ID and name (whole), every operator's ID, uid and name."""
+    rows = []
+    for v in sorted(graph.vertices, key=lambda v: v.vertex_order):
+        parts = [v.jobvertex_id, v.name]
+        for o in v.operators:
+            parts += [o.operator_id, o.uid or "", o.name]
+        rows.append({"id": v.jobvertex_id, "text": "\n".join(parts)})
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_TOOLS = (
+    '<div class="tools"><input type="search" placeholder="find: operator ID, uid or name" '
+    'aria-label="find a vertex by operator ID, uid or name"><span class="hits"></span>'
+    '<button type="button" data-act="in" title="zoom in (+, mouse wheel)">+</button>'
+    '<button type="button" data-act="out" title="zoom out (-, mouse wheel)">&#8722;</button>'
+    '<button type="button" data-act="fit" title="the whole graph (0)">fit</button>'
+    '<button type="button" data-act="one" title="100 %">100 %</button>'
+    '<span class="hint">drag to pan</span></div>'
+)
 
 
 def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "") -> str:
@@ -197,7 +269,9 @@ def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "")
         version = f" · Flink {_e(graph.flink_version)}" if graph.flink_version else ""
         panels.append(
             f'<section class="side" data-graph-id="{_e(graph.graph_id)}"><h2>{_e(graph.graph_id)}'
-            f'<span class="meta"> · {len(graph.vertices)} vertices{version}</span></h2>{inline_svg(svg)}</section>'
+            f'<span class="meta"> · {len(graph.vertices)} vertices{version}</span></h2>{_TOOLS}'
+            f'<div class="view">{inline_svg(svg)}</div>'
+            f'<script type="application/json" class="index">{search_index(graph)}</script></section>'
         )
     rows = []
     for graph, _, changes in sides:
@@ -225,5 +299,5 @@ def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "")
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1><div class=\"meta\">{_e(note)}</div>"
-        f"<div class=\"sides\">{''.join(panels)}</div>{changes_html}</body></html>\n"
+        f"<div class=\"sides\">{''.join(panels)}</div>{changes_html}<script>{viewer.SCRIPT}</script></body></html>\n"
     )

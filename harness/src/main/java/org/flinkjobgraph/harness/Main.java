@@ -46,6 +46,7 @@ public final class Main {
                     break;
                 case "export":
                     UserJobExport.run(rest);
+                    System.exit(0); // threads the job's main() left running must not hold the export
                     break;
                 case "time":
                     TimeJobGraphs.run(rest);

@@ -9,7 +9,6 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
 import java.io.File;
 import java.io.PrintStream;
 import java.io.Writer;
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
@@ -32,10 +31,13 @@ import java.util.Map;
 public final class UserJobExport {
     private UserJobExport() {}
 
+    /** How long main() may run before the export gives up on it (a main() that never submits). */
+    static final int DEFAULT_TIMEOUT_SECONDS = 120;
+
     public static final String USAGE =
             "export --main-class CLASS [--jar JOB.jar] [--classpath DIR_OR_JAR]... [--graph-id ID] [--out FILE]\n"
                     + "         [-p N] [-D key=value]... [--config flink-conf.yaml|config.yaml] [--expected] [--first]\n"
-                    + "         [--user-classes-limit N]\n"
+                    + "         [--user-classes-limit N] [--timeout SECONDS]\n"
                     + "         [-- PROGRAM ARGS...]";
 
     static final String HELP =
@@ -53,6 +55,8 @@ public final class UserJobExport {
                     + "  --first              stop main() at the first submitted job (default: capture all)\n"
                     + "  --user-classes-limit N  classes of the --jar jars described in user_classes at most\n"
                     + "                       (default " + UserClassFacts.DEFAULT_LIMIT + "; 0: leave user_classes out)\n"
+                    + "  --timeout SECONDS    end the export when main() is still running after this long (default "
+                    + DEFAULT_TIMEOUT_SECONDS + "; 0: no limit)\n"
                     + "  --out FILE           output (.gz compresses); default stdout\n";
 
     /** A user mistake: reported as one line, with the usage, never with a stack trace. */
@@ -82,6 +86,7 @@ public final class UserJobExport {
         /** The job's own jars (--jar): the ones whose classes user_classes describes. */
         final List<String> jobJars = new ArrayList<>();
         int userClassesLimit = UserClassFacts.DEFAULT_LIMIT;
+        int timeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
         final List<String> programArgs = new ArrayList<>();
     }
 
@@ -129,6 +134,13 @@ public final class UserJobExport {
                         throw new UsageError(k + " expects a number, got " + lim);
                     }
                     r.userClassesLimit = Integer.parseInt(lim);
+                    break;
+                case "--timeout":
+                    String secs = value(a, ++i, k);
+                    if (!secs.matches("[0-9]{1,9}")) {
+                        throw new UsageError(k + " expects a number of seconds, got " + secs);
+                    }
+                    r.timeoutSeconds = Integer.parseInt(secs);
                     break;
                 case "-p":
                 case "--parallelism":
@@ -277,19 +289,47 @@ public final class UserJobExport {
         if (toStdout) {
             System.setOut(System.err);
         }
-        Throwable failure = null;
+        Throwable failure;
         try {
-            m.invoke(null, (Object) a.programArgs.toArray(new String[0]));
-        } catch (InvocationTargetException e) {
-            failure = e.getCause();
-        } catch (LinkageError e) {
-            failure = e; // static initialiser of the main class
+            failure = MainRun.run(m, a.programArgs.toArray(new String[0]), loader, a.mainClass, a.timeoutSeconds);
+        } catch (MainRun.TimedOut t) {
+            synchronized (Capture.class) {
+                if (Capture.GRAPHS.isEmpty()) {
+                    throw new ExportError(
+                            a.mainClass + ".main() did not submit a job within " + a.timeoutSeconds
+                                    + " s (--timeout): stopped " + t.where
+                                    + "; nothing was exported (a main() that waits for a socket, a file or"
+                                    + " a sleep before execute() cannot be exported as it is)");
+                }
+                System.err.println(
+                        "warning: " + a.mainClass + ".main() was still running after " + a.timeoutSeconds
+                                + " s (--timeout), " + t.where + ", having submitted " + Capture.GRAPHS.size()
+                                + " job(s); the captured job(s) are written");
+                failure = null;
+            }
         } finally {
             if (toStdout) {
                 System.setOut(realOut);
             }
         }
-        List<StreamGraph> graphs = new ArrayList<>(Capture.GRAPHS);
+        List<StreamGraph> graphs;
+        synchronized (Capture.class) {
+            graphs = new ArrayList<>(Capture.GRAPHS);
+        }
+        Integer exit = failure == null ? null : MainRun.exitStatus(failure);
+        if (exit != null) {
+            if (graphs.isEmpty()) {
+                throw new ExportError(
+                        a.mainClass + ".main() exited with code " + exit
+                                + " (System.exit) without submitting a job: nothing to export");
+            }
+            if (exit != 0) {
+                System.err.println(
+                        "warning: " + a.mainClass + ".main() exited with code " + exit + " (System.exit) after"
+                                + " submitting " + graphs.size() + " job(s); the captured job(s) are written");
+            }
+            failure = null;
+        }
         if (failure != null && find(failure, Capture.Stop.class) == null) {
             Throwable unsupported = find(failure, Capture.Unsupported.class);
             if (unsupported != null) {
