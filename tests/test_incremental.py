@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
+from pyspark.sql import functions as F
 
 from pipeline.compute import fingerprints
 from pipeline.compute.run import Progress, compute
@@ -108,25 +109,26 @@ def test_incremental_runs_equal_full_runs(spark, settings, outputs):
     reexported = json.dumps(dict(reversed(list(orders.items()))), indent=None, separators=(" ,", " : "))
     second = [changed, stateful, orders, made_invalid, new, *rest, rest[-1]]
     s2, _ = _both(spark, settings, _write(root / "in2", second, {orders["graph_id"]: reexported}), outputs)
-    # skipped: stateful, orders (re-exported) and the unchanged others but the three rejected
-    # ones (checked again: their error rows name their file), the doubled one's two copies
-    # among them; recomputed: the changed and the invalid one; new: the copy and those three
-    assert (s2.graphs_recomputed, s2.graphs_new) == (2, 4)
+    # skipped: stateful, orders (re-exported) and the unchanged others, the doubled one's two
+    # copies among them, but the three rejected ones: read from another file now (their error
+    # rows name it), they are recomputed with the changed and the invalid one; new: the copy
+    assert (s2.graphs_recomputed, s2.graphs_new) == (2 + 3, 1)
     assert s2.graphs_skipped == 2 + len(rest) + 1 - 3
     errors = {r[0]: r[1] for r in _snapshot(spark, inc)["graph_errors"]}
     assert errors[made_invalid["graph_id"]] == "DANGLING_EDGE" and errors[rest[-1]["graph_id"]] == "DUPLICATE_GRAPH_ID"
     # a run replaces its own graphs only: the one no longer in the input keeps its rows
     assert removed["graph_id"] in {r[0] for r in _snapshot(spark, inc)["job_vertices"]}
     counts = _last_run_counts(spark, inc)
-    assert counts == {"skipped": s2.graphs_skipped, "recomputed": 2, "new": 4, "rejected": s2.graphs_rejected}
+    assert counts == {"skipped": s2.graphs_skipped, "recomputed": 5, "new": 1, "rejected": s2.graphs_rejected}
 
     # The same input again: nothing is computed or rewritten.
     before = {t: DeltaTable.forPath(spark, f"{inc}/{t}").history(1).first()["version"] for t in TABLES}
     s3 = compute(spark, str(root / "in2"), inc, settings, QUIET)
-    # the rejected ones are checked again (broken.jsonl's three, the invalid one, the doubled
-    # id's two copies) and rewrite nothing: their error rows are as they were
-    assert (s3.graphs_recomputed, s3.graphs_new, s3.graphs_skipped) == (0, 6, len(second) - 6)
-    assert s3.graphs_rejected == 5
+    # rejected graphs read from the same file again are skipped too; the doubled id's two
+    # copies (no fingerprint kept for an id rejected as doubled) are checked again, and
+    # rewrite nothing: their error row is as it was
+    assert (s3.graphs_recomputed, s3.graphs_new, s3.graphs_skipped) == (0, 2, len(second) - 2)
+    assert s3.graphs_rejected == 1
     after = {t: DeltaTable.forPath(spark, f"{inc}/{t}").history(1).first()["version"] for t in TABLES}
     assert after == before
     assert _snapshot(spark, inc) == _snapshot(spark, full)
@@ -184,9 +186,12 @@ def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_p
     # the killed run: the same replace of operators a run makes, tagged with its id, never published
     known = fingerprints.known_fingerprints(spark, inc)
     assert known
-    scratch = str(tmp_path / "scratch")
-    compute(spark, _write(tmp_path / "only", [edited[graphs.index(target)]]), scratch, settings, QUIET)
-    rows = spark.read.format("delta").load(f"{scratch}/operators")
+    # its operators rows for the edited graph: the names as the edit makes them
+    rows = (
+        spark.read.format("delta").load(f"{inc}/operators")
+        .where(F.col("graph_id") == target["graph_id"])
+        .withColumn("name", F.concat("name", F.lit(" v2")))
+    )  # fmt: skip
     ids = spark.createDataFrame([(target["graph_id"],)], "graph_id string")
     # its graph set: the changed graph and the rejected ones (checked in every run)
     run_ids = [target["graph_id"]] + [r[0] for r in _snapshot(spark, inc, ("graph_errors",))["graph_errors"]]
@@ -201,8 +206,9 @@ def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_p
     assert said and "did not publish" in said[-1] and "its 1 graphs" in said[-1]
     # the re-run on the same input: that one graph, which covers the killed run
     s = compute(spark, inp, inc, settings, QUIET)
-    # 7: that graph (no trusted fingerprint) and the 6 rejected copies, checked again
-    assert (s.graphs_recomputed, s.graphs_new) == (0, 7)
+    # recomputed: the four rejected graphs, from another file now; new: that graph (no trusted
+    # fingerprint) and the doubled id's two copies
+    assert (s.graphs_recomputed, s.graphs_new) == (4, 3)
     compute(spark, inp, full, settings, QUIET, full=True)
     assert _input_graphs(spark, inc) == _input_graphs(spark, full)
     published = delta_writer.read_published(spark, inc, TABLES)

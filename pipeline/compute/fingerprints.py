@@ -24,6 +24,7 @@ from pipeline.settings import Settings
 from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.delta_writer import published_versions, read_published, table_path
 
+REJECTED_FROM = " from "  # joins a rejected graph's fingerprint and the file its error row names
 TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
 COLUMNS = ["graph_id", "fingerprint", "rules_version"]
 _ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +47,10 @@ def rules_version(settings: Settings) -> str:
 def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> dict[str, str]:
     """graph_id -> fingerprint of every graph the output holds, as published (a fingerprint
     computed under other rules or another profile differs, so it matches no graph of this run),
-    less the rejected graphs (their ``graph_errors`` row names the file the graph came from, so
-    they are checked again; they are few) and less the graphs whose rows commits past the
-    published view changed.
+    less the graphs whose rows commits past the published view changed. A rejected graph's
+    ``graph_errors`` row names the file it came from, so its known fingerprint is
+    ``<fingerprint>`` + :data:`REJECTED_FROM` + ``<file>``: it is skipped only when read from
+    that same file again (:class:`pipeline.compute.stage.Skip`).
 
     Those commits are a run's that was killed before it published (or one still running): the
     graphs it committed have rows no published fingerprint describes. Computed again, on the
@@ -76,8 +78,14 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
         touched = ids if touched is None else touched.unionByName(ids)
     tables = read_published(spark, output, [TABLE, "graph_errors"])
     table = tables[TABLE]
-    if "graph_errors" in tables:
-        table = table.join(tables["graph_errors"].select("graph_id"), "graph_id", "left_anti")
+    if "graph_errors" in tables:  # a rejected graph matches only from the same file: see the docstring
+        errors = tables["graph_errors"].select("graph_id", "source_file")
+        table = table.join(errors, "graph_id", "left").select(
+            "graph_id",
+            F.when(F.col("source_file").isNull(), F.col("fingerprint"))
+            .otherwise(F.concat_ws(REJECTED_FROM, "fingerprint", "source_file"))
+            .alias("fingerprint"),
+        )
     if touched is not None:
         touched = touched.distinct().localCheckpoint(eager=True)
         if say:

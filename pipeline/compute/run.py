@@ -195,7 +195,7 @@ def compute_run(
         known = {} if full else fingerprints.known_fingerprints(spark, output, progress.say)
         if known:
             progress.say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
-        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
+        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None, fingerprints.REJECTED_FROM)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(
         summary,

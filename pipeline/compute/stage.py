@@ -134,6 +134,7 @@ class Skip:
 
     rules_version: str
     known: Any = None  # a Broadcast of dict[str, str], or a dict; None: nothing known yet
+    rejected_from: str = " from "  # a rejected graph's known value: fingerprint, this, its file
 
     def fingerprints(self) -> dict[str, str]:
         known = self.known.value if hasattr(self.known, "value") else self.known
@@ -182,7 +183,8 @@ def _batch_rows(
             graph_id = obj.get("graph_id")
             fingerprints["graph_id"].append(graph_id)
             fingerprints["fingerprint"].append(fp)
-            fingerprints["skipped"].append(known.get(graph_id) == fp)
+            held = known.get(graph_id)
+            fingerprints["skipped"].append(held == fp or held == f"{fp}{skip.rejected_from}{source_file}")
             fingerprints["known"].append(graph_id in known)
             if fingerprints["skipped"][-1]:
                 nodes = obj.get("nodes")
