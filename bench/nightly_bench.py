@@ -124,19 +124,20 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(row)
         print(json.dumps(row), flush=True)
 
+    # the fleet's files at one path, as a nightly export rewrites them in place (a rejected
+    # graph is skipped only when read from the file its error row names)
+    inp = work / "in"
+    _changed_fleet(input_path, inp, 0.0, args.seed)
     base = work / "out-base"
-    timed("first run", input_path, base)
+    timed("first run", inp, base)
     for pct in (float(x) for x in args.changes.split(",")):
-        inp = work / f"in-{pct:g}"
+        shutil.rmtree(inp)
         total, kinds = _changed_fleet(input_path, inp, pct / 100, args.seed)
         out = work / f"out-{pct:g}"
         shutil.copytree(base, out)
-        rejected = runs[0]["rejected"]
         changed = sum(kinds.values())
-        timed(
-            f"{pct:g}% changed ({changed}: {kinds})", inp, out, recomputed=changed, skipped=total - changed - rejected
-        )
-        shutil.rmtree(inp)
+        label = f"{pct:g}% changed ({changed}: {kinds})"
+        timed(label, inp, out, recomputed=changed, skipped=total - changed)
         shutil.rmtree(out)
     mem.stop()
     spark.stop()
