@@ -29,6 +29,7 @@ import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
 import org.flinkjobgraph.harness.JobGraphExpected;
 import org.flinkjobgraph.harness.Refl;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
+import org.flinkjobgraph.harness.SerializerModules;
 import org.flinkjobgraph.harness.UserClassFacts;
 
 import java.io.BufferedOutputStream;
@@ -68,6 +69,8 @@ final class StRunner implements AutoCloseable {
     static final long ACCESS_TIMEOUT_MS = 20_000;
     static final String ABSENT = "absent";
     static final String INCONSISTENT = "inconsistent";
+    /** The statetypes jobs' main class (the user jars' manifest, the programs, the export's scope). */
+    static final String MAIN_CLASS = StClasses.PACKAGE + ".StJob";
 
     private final MiniCluster mc;
     private final Compat compat;
@@ -177,12 +180,12 @@ final class StRunner implements AutoCloseable {
             resetNodeIds();
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             compat.configureEnv(env, conf);
-            Class<?> job = Class.forName("statetypes.user.StJob", true, cl);
+            Class<?> job = Class.forName(MAIN_CLASS, true, cl);
             String name = (String) job.getMethod("build", StreamExecutionEnvironment.class, String.class).invoke(null, env, desc);
             Job j = new Job();
             j.sg = env.getStreamGraph();
             j.sg.setJobName(name);
-            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl));
+            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl, j.sg));
             j.jg = StreamingJobGraphGenerator.createJobGraph(j.sg);
             try {
                 j.expected = JobGraphExpected.read(j.sg, j.jg);
@@ -203,13 +206,17 @@ final class StRunner implements AutoCloseable {
 
     /**
      * What the exporter needs beyond the StreamGraph, as {@code flink-jobgraph export} gives it: the
-     * job's configuration and the facts of its own (thin) jar's classes, the first of {@code jars}
-     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job).
+     * job's configuration, the facts of its own (thin) jar's classes, the first of {@code jars}
+     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job), in
+     * the scope export uses for the job's main class, and the serializer modules its class loader
+     * (Flink's, the job's jar and what it bundles) can load.
      */
-    static StreamGraphSpecExporter.Context exportContext(Configuration conf, List<Path> jars, ClassLoader cl) {
+    static StreamGraphSpecExporter.Context exportContext(
+            Configuration conf, List<Path> jars, ClassLoader cl, StreamGraph sg) {
+        UserClassFacts.Scope scope = UserClassFacts.Scope.of(MAIN_CLASS, List.of(), List.of(sg));
         UserClassFacts.Result classes =
-                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT);
-        return new StreamGraphSpecExporter.Context(conf, classes);
+                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT, scope);
+        return new StreamGraphSpecExporter.Context(conf, classes, SerializerModules.probe(cl));
     }
 
     /**
@@ -606,7 +613,7 @@ final class StRunner implements AutoCloseable {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("jar", jarsRel == null ? null : jarsRel + "/" + variant + ".jar");
         m.put("jar_variant", variant);
-        m.put("main_class", "statetypes.user.StJob");
+        m.put("main_class", MAIN_CLASS);
         m.put("args", List.of(desc));
         return m;
     }
