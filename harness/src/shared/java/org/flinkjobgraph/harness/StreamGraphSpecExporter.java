@@ -231,15 +231,22 @@ public final class StreamGraphSpecExporter {
         return flinkLine().equals("1.9") ? "jobmanager" : "hashmap";
     }
 
-    private static final Map<String, String> BACKENDS = new HashMap<>();
+    /** A class's simple name -> the name a spec gives it. */
+    private static final Map<String, String> BACKENDS = table(
+            "HashMapStateBackend", "hashmap",
+            "EmbeddedRocksDBStateBackend", "rocksdb",
+            "RocksDBStateBackend", "rocksdb",
+            "ForStStateBackend", "forst",
+            "MemoryStateBackend", "jobmanager",
+            "FsStateBackend", "filesystem");
 
-    static {
-        BACKENDS.put("HashMapStateBackend", "hashmap");
-        BACKENDS.put("EmbeddedRocksDBStateBackend", "rocksdb");
-        BACKENDS.put("RocksDBStateBackend", "rocksdb");
-        BACKENDS.put("ForStStateBackend", "forst");
-        BACKENDS.put("MemoryStateBackend", "jobmanager");
-        BACKENDS.put("FsStateBackend", "filesystem");
+    /** A map of the given key / value pairs. */
+    static Map<String, String> table(String... pairs) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            m.put(pairs[i], pairs[i + 1]);
+        }
+        return m;
     }
 
     /** Flink's name of a state backend object (StateBackendLoader's shortcuts), else its class. */
@@ -331,20 +338,17 @@ public final class StreamGraphSpecExporter {
         return m;
     }
 
-    private static final Map<String, String> PARTITIONERS = new HashMap<>();
-
-    static {
-        PARTITIONERS.put("ForwardPartitioner", "FORWARD");
-        PARTITIONERS.put("RebalancePartitioner", "REBALANCE");
-        PARTITIONERS.put("RescalePartitioner", "RESCALE");
-        PARTITIONERS.put("KeyGroupStreamPartitioner", "HASH");
-        PARTITIONERS.put("BroadcastPartitioner", "BROADCAST");
-        PARTITIONERS.put("ShufflePartitioner", "SHUFFLE");
-        PARTITIONERS.put("GlobalPartitioner", "GLOBAL");
-        PARTITIONERS.put("CustomPartitionerWrapper", "CUSTOM");
-        PARTITIONERS.put("ForwardForConsecutiveHashPartitioner", "FORWARD_FOR_CONSECUTIVE_HASH");
-        PARTITIONERS.put("ForwardForUnspecifiedPartitioner", "FORWARD_FOR_UNSPECIFIED");
-    }
+    private static final Map<String, String> PARTITIONERS = table(
+            "ForwardPartitioner", "FORWARD",
+            "RebalancePartitioner", "REBALANCE",
+            "RescalePartitioner", "RESCALE",
+            "KeyGroupStreamPartitioner", "HASH",
+            "BroadcastPartitioner", "BROADCAST",
+            "ShufflePartitioner", "SHUFFLE",
+            "GlobalPartitioner", "GLOBAL",
+            "CustomPartitionerWrapper", "CUSTOM",
+            "ForwardForConsecutiveHashPartitioner", "FORWARD_FOR_CONSECUTIVE_HASH",
+            "ForwardForUnspecifiedPartitioner", "FORWARD_FOR_UNSPECIFIED");
 
     static String partitionerName(Object p) {
         if (p == null) {

@@ -9,11 +9,8 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
-import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.configuration.TaskManagerOptions;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
 import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
@@ -22,7 +19,6 @@ import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
-import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
@@ -64,7 +60,7 @@ import java.util.zip.GZIPOutputStream;
  * The two halves can run in different JVMs (different Flink lines): see {@link StMain}.
  */
 final class StRunner implements AutoCloseable {
-    static final long TIMEOUT_MS = 60_000;
+    static final long TIMEOUT_MS = Cluster.TIMEOUT_MS;
     static final long FILL_TIMEOUT_MS = 8_000;
     static final long ACCESS_TIMEOUT_MS = 20_000;
     static final String ABSENT = "absent";
@@ -89,15 +85,7 @@ final class StRunner implements AutoCloseable {
             mc = null;
             return;
         }
-        Configuration c = new Configuration();
-        c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MAX, MemorySize.parse("128m"));
-        c.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
-        c.set(RestOptions.BIND_PORT, "0");
-        mc = new MiniCluster(new MiniClusterConfiguration.Builder()
-                .setConfiguration(c).setNumTaskManagers(1).setNumSlotsPerTaskManager(48).build());
-        mc.start();
+        mc = Cluster.start();
     }
 
     @Override
@@ -290,12 +278,7 @@ final class StRunner implements AutoCloseable {
     }
 
     void cancelAndWait(JobID id) throws Exception {
-        try {
-            mc.cancelJob(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        } catch (Exception ignored) {
-            // already terminal
-        }
-        mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Cluster.cancelAndWait(mc, id);
     }
 
     void cleanupJobs() {
@@ -619,32 +602,8 @@ final class StRunner implements AutoCloseable {
     }
 
     String snapshot(Map<String, Object> rt, JobID id, Path caseDir) throws Exception {
-        String takenBy = (String) rt.get("taken_by");
-        String target = caseDir.resolve("savepoints").toUri().toString();
-        String f = (String) rt.get("savepoint_format");
-        SavepointFormatType fmt = f == null ? null : SavepointFormatType.valueOf(f);
-        String pointer;
-        switch (takenBy) {
-            case "stop-with-savepoint":
-                pointer = mc.stopWithSavepoint(id, target, false, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                break;
-            case "trigger-savepoint+cancel":
-                pointer = mc.triggerSavepoint(id, target, true, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                break;
-            default:
-                pointer = null;
-                int n = ((Number) rt.getOrDefault("checkpoints_taken", 1)).intValue();
-                for (int i = 0; i < n; i++) {
-                    if (i > 0) {
-                        Thread.sleep(150);
-                    }
-                    pointer = mc.triggerCheckpoint(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                }
-                cancelAndWait(id);
-        }
-        return pointer;
+        int n = ((Number) rt.getOrDefault("checkpoints_taken", 1)).intValue();
+        return Cluster.snapshot(mc, id, (String) rt.get("taken_by"), (String) rt.get("savepoint_format"), n, caseDir);
     }
 
     /**
