@@ -428,9 +428,14 @@ def test_upgrade_rules_by_backend_and_format():
     native_heap = {A: keyed_op(A, simple("Long"), states, "KeyGroupsStateHandle")}
     d = sr.decide_states(native_heap, {A: sr.NewOperator(A)}, sr.StateContext(1, 2))
     assert (d.failure, d.error_class) == (sr.KRYO_COLLECTION_ON_2X, "java.lang.NullPointerException")
-    assert not d.uncertain.get("message")
-    last = {A: keyed_op(A, simple("Long"), {"n": states["n"], "tags": states["tags"]}, "KeyGroupsStateHandle")}
-    assert "message" in sr.decide_states(last, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
+    # the key group's write order is a HashMap order (StateUID's hash holds an enum's identity hash):
+    # whether the misread state is written last, and the read ends without an error, is not known
+    # (1.20 -> 2.3 s31 00055, 00081, 00125 failed at registration, 00047, 00062, 00146 with the NPE)
+    assert set(d.uncertain) == {"message", "failure_stage"}
+    later = {A: keyed_op(A, simple("Long"), {"n": states["n"], "tags": states["tags"]}, "KeyGroupsStateHandle")}
+    assert "message" in sr.decide_states(later, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
+    alone = {A: keyed_op(A, simple("Long"), {"tags": states["tags"]}, "KeyGroupsStateHandle")}
+    assert "message" in sr.decide_states(alone, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
     canonical = {A: keyed_op(A, simple("Long"), states, "KeyGroupsSavepointStateHandle")}
     d = sr.decide_states(canonical, {A: sr.NewOperator(A)}, sr.StateContext(1, 2, "hashmap"))
     assert d.message.startswith("For heap backends, the new state serializer (org.apache.flink.api.java.typeutils")
@@ -670,7 +675,8 @@ def test_a_pojo_with_a_kryo_collection_field_misreads_on_heap_across_majors():
             "java.lang.IllegalArgumentException",
             want,
         )
-        assert d.reported.field_path == "value.fields.counts" and not d.uncertain
+        # the saved values decide whether Kryo 5 misreads them (1.20 -> 2.3 s31 00075 read them back)
+        assert d.reported.field_path == "value.fields.counts" and set(d.uncertain) == {"message"}
     ops = {A: operator_op(A, {"buf": list_of(coll)})}
     d = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(1, 2, "hashmap"), old, old)
     assert (d.failure, d.message, d.reported.field_path) == (
