@@ -18,9 +18,21 @@ Per aspect a case **agrees** (the row's value is Flink's), is **not decidable** 
 ``decidable`` false covers every aspect; a FAILS row's ``undecidable_reasons`` name the aspects it
 leaves open: ``reported`` the failure, operator, message and stage, ``failure`` the failure and
 message, ``message``, ``failure_stage``) or **disagrees**. Agreement is counted first: a value the
-row marks uncertain but gets right agrees. Writes ``<out-dir>/agreement-<set>.txt`` per set (the
-table, then every disagreement and every not-decidable case with the row's reason) and prints the
-tables. Exit code 0 when nothing disagrees.
+row marks uncertain but gets right agrees.
+
+A case whose outcome depends on state declared only in user code is **listed apart**, with the
+reason, on every aspect: which cases are is read from what v2 changed (the case's edits), never
+from either outcome. v2 declaring a saved state of a user function (keyed, operator or broadcast
+state) with another kind or value type (state descriptors live in ``open()`` /
+``initializeState()``, not in the StreamGraph), or building its Avro GenericRecord schema
+differently in code (``GenericRecordAvroTypeInfo``: no class the exporter could describe). The
+rows still assume each saved state is declared as before and say so (``states_checked_in_user_code``);
+the file shows how many listed-apart cases they get right anyway. Window states (built-in
+operators) and edits of classes the new jar holds (``user_classes``) are judged.
+
+Writes ``<out-dir>/agreement-<set>.txt`` per set (the table, then every disagreement, every
+listed-apart case with its reason, and every not-decidable case with the row's reason) and prints
+the tables. Exit code 0 when nothing disagrees.
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ from tests import state_vectors as sv  # noqa: E402
 from udfs.restore import state_rules as sr  # noqa: E402
 
 ASPECTS = sv.ASPECTS
-AGREE, NOT_DECIDABLE, DISAGREE = "agree", "not decidable", "disagree"
+AGREE, NOT_DECIDABLE, DISAGREE, APART = "agree", "not decidable", "disagree", "listed apart"
 # which aspects an entry of undecidable_reasons ("<aspect>: <why>") leaves open
 _OPEN = {
     "reported": ("failure", "operator_id", "message", "failure_stage"),
@@ -60,11 +72,15 @@ class Judged:
 
     case_id: str
     changed: str  # what v2 changed (the case's edits), to read a disagreement by
-    cause: str  # why the inputs cannot show it (cause_of)
+    apart: str | None  # why the case is listed apart (apart_reason), None: judged
     flink: dict[str, Any]
     row: dict[str, Any]
-    aspects: dict[str, str] = field(default_factory=dict)
+    aspects: dict[str, str] = field(default_factory=dict)  # agree / not decidable / disagree, listed apart or not
     reasons: list[str] = field(default_factory=list)
+
+    def verdict_on(self, aspect: str) -> str:
+        """The aspect as counted: listed apart for a listed-apart case, else its judgement."""
+        return APART if self.apart else self.aspects[aspect]
 
 
 def read_set(path: Path) -> list[dict[str, Any]]:
@@ -82,13 +98,14 @@ def unpack(case: dict[str, Any], set_dir: Path, dest: Path) -> Path:
     return dest / sp["dir_name"]
 
 
-def lay_out(cases: list[dict[str, Any]], set_dir: Path, root: Path) -> dict[str, Path]:
-    """graphs/graphs.jsonl, savepoints/<case>/<folder>, checks.jsonl; case id -> savepoint folder."""
+def lay_out(cases: list[dict[str, Any]], sets_dir: Path, root: Path) -> dict[str, Path]:
+    """graphs/graphs.jsonl, savepoints/<case>/<folder>, checks.jsonl; case id -> savepoint folder.
+    Each case's archive is in its set's folder (``sets_dir/<set>``: cases of several sets mix)."""
     (root / "graphs").mkdir(parents=True)
     folders: dict[str, Path] = {}
     specs, checks = [], []
     for c in cases:
-        folder = unpack(c, set_dir, root / "savepoints" / c["case_id"])
+        folder = unpack(c, sets_dir / c["_set"], root / "savepoints" / c["case_id"])
         folders[c["case_id"]] = folder
         specs += [json.dumps(c["v1"]), json.dumps(c["v2"])]
         checks.append({"check_id": c["case_id"], "savepoint": str(folder.relative_to(root)),
@@ -116,7 +133,7 @@ def edits_text(case: dict[str, Any]) -> str:
     """The case's edits in one line: ``change_state_kind keyed-1/map_pojo MAP->VALUE; rename_op ...``."""
     out = []
     for e in case["edits"]:
-        what = e.get("target", "")
+        what = e.get("target") or ""
         if e.get("state"):
             what += "/" + str(e["state"])
         if "old_jar" in e:
@@ -129,21 +146,35 @@ def edits_text(case: dict[str, Any]) -> str:
     return f"[{backend} {fmt}] " + ("; ".join(out) or "no edit")
 
 
-def cause_of(case: dict[str, Any]) -> str:
-    """Why the inputs cannot show what v2 changed, read from the case (for the disagreements' list):
-    what user code declares (a state's kind or value type, an Avro GenericRecord's schema) or
-    bundles (flink-avro) is in no spec field."""
-    types = {e["type"] for e in case["edits"]}
-    dropped_avro = bool(case["v1_program"].get("bundled_jars")) and not case["v2_program"].get("bundled_jars")
-    if dropped_avro:
-        return "flink-avro no longer on the new job's class path (what a job bundles is in no spec field)"
-    if any(e["type"] == "change_user_class" and e.get("target") == "AvroRec" for e in case["edits"]):
-        return "Avro GenericRecord schema changed in user code (GenericRecordAvroTypeInfo: no class to describe)"
-    if "change_state_kind" in types:
-        return "state kind declared differently in user code (state descriptors are not in the spec)"
-    if "change_value_type" in types:
-        return "state value type declared differently in user code (state descriptors are not in the spec)"
-    return "other"
+USER_CODE_STATE = "state declared only in user code"
+_NOT_IN_GRAPH = "(state descriptors are not in the StreamGraph)"
+APART_REASONS = {
+    "change_state_kind": f"v2 declares a saved state with another kind in user code {_NOT_IN_GRAPH}",
+    "change_value_type": f"v2 declares a saved state with another value type in user code {_NOT_IN_GRAPH}",
+    "avro_schema": "v2 builds its Avro GenericRecord schema differently in code (GenericRecordAvroTypeInfo: "
+    "no class to describe)",
+    "broadcast": "v2 declares the broadcast state with another kind or value type (the descriptor the broadcast "
+    "operator holds is not exported: a gap of the exporter, not of the StreamGraph)",
+}
+# harness program segments (StPlan's operator keys: with a uid, else the segment kind) whose states
+# a user function declares: the keyed process function, the CheckpointedFunction's operator state;
+# broadcast state is declared in main() and held by the operator; ``win`` is a built-in window operator
+_USER_FUNCTION_SEGMENTS = ("keyed", "opstate", "ost")
+_BROADCAST_SEGMENTS = ("bc",)
+
+
+def apart_reason(case: dict[str, Any]) -> str | None:
+    """Why the case's outcome depends on state declared only in user code, from what v2 changed
+    (its edits), or None. Never read from an outcome."""
+    for e in case["edits"]:
+        segment = str(e.get("target", "")).split("-", 1)[0]
+        if e["type"] in ("change_state_kind", "change_value_type") and segment in _USER_FUNCTION_SEGMENTS:
+            return APART_REASONS[e["type"]]
+        if e["type"] in ("change_state_kind", "change_value_type") and segment in _BROADCAST_SEGMENTS:
+            return APART_REASONS["broadcast"]
+        if e["type"] == "change_user_class" and e.get("target") == "AvroRec":
+            return APART_REASONS["avro_schema"]
+    return None
 
 
 def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
@@ -165,7 +196,7 @@ def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     open_aspects: set[str] = set(ASPECTS) if row.get("decidable") is False else set()
     for r in reasons:
         open_aspects.update(_OPEN.get(r.split(":", 1)[0].strip(), ()))
-    j = Judged(case["case_id"], edits_text(case), cause_of(case), flink, got, reasons=reasons)
+    j = Judged(case["case_id"], edits_text(case), apart_reason(case), flink, got, reasons=reasons)
     for a in ASPECTS:
         if row.get("decidable") is False:
             j.aspects[a] = NOT_DECIDABLE
@@ -176,44 +207,89 @@ def judge(case: dict[str, Any], row: dict[str, Any], folder: Path) -> Judged:
     return j
 
 
+def counts(judged: list[Judged]) -> dict[str, dict[str, int]]:
+    """Per aspect (and ``all five``): how many cases agree, are not decidable, disagree, are listed apart."""
+    out = {a: dict(Counter(j.verdict_on(a) for j in judged)) for a in ASPECTS}
+    out["all five"] = dict(Counter(APART if j.apart else _whole(j) for j in judged))
+    return out
+
+
 def table(name: str, judged: list[Judged], unchanged: int) -> str:
-    """The agreement table of one set, then the disagreements and the not decidable cases."""
+    """The agreement table of one set, then the disagreements, the listed-apart cases and the not
+    decidable cases."""
     n = len(judged)
+    apart = [j for j in judged if j.apart]
+    m = n - len(apart)
     lines = [
         f"# {name}: check-restore against Flink, {n} real restores",
         "",
-        "| aspect | agree | not decidable | disagree |",
-        "|---|---|---|---|",
+        f"{m} judged; {len(apart)} listed apart (the outcome depends on {USER_CODE_STATE}: reasons below).",
+        "",
+        "| aspect | agree | not decidable | disagree | listed apart |",
+        "|---|---|---|---|---|",
     ]
-    for a in ASPECTS:
-        c = Counter(j.aspects[a] for j in judged)
-        lines.append(f"| {a} | {c[AGREE]}/{n} | {c[NOT_DECIDABLE]} | {c[DISAGREE]} |")
-    whole = Counter(_whole(j) for j in judged)
+    table_counts = counts(judged)
+    for a in (*ASPECTS, "all five"):
+        c = table_counts[a]
+        lines.append(
+            f"| {a} | {c.get(AGREE, 0)}/{m} | {c.get(NOT_DECIDABLE, 0)} | {c.get(DISAGREE, 0)} | {c.get(APART, 0)} |"
+        )
+    anyway = sum(1 for j in apart if _whole(j) == AGREE)
     lines += [
-        f"| all five | {whole[AGREE]}/{n} | {whole[NOT_DECIDABLE]} | {whole[DISAGREE]} |",
         "",
         f"Rows with inputs taken as unchanged (taken_as_unchanged not empty): {unchanged}",
         "",
-        "Disagreeing cases by cause:",
+        "Listed apart by reason:",
     ]
-    causes = Counter(j.cause for j in judged if DISAGREE in j.aspects.values())
-    lines += [f"- {n} {cause}" for cause, n in causes.most_common()]
-    lines += ["", "Disagreements (aspect: Flink | check-restore), with what v2 changed:"]
-    for j in judged:
-        if DISAGREE in j.aspects.values():
-            lines.append(f"- {j.case_id} {j.changed}: {j.cause}")
+    reasons = Counter(j.apart for j in apart)
+    lines += [f"- {k} {reason}" for reason, k in reasons.most_common()] or ["- none"]
+    lines += [
+        f"(of these, the rows, which assume every saved state declared as before, get all five right anyway in "
+        f"{anyway})",
+        "",
+        "Disagreements (aspect: Flink | check-restore), with what v2 changed:",
+    ]
+    wrong = [j for j in judged if not j.apart and DISAGREE in j.aspects.values()]
+    for j in wrong:
+        lines.append(f"- {j.case_id} {j.changed}")
         for a in ASPECTS:
             if j.aspects[a] == DISAGREE:
                 lines.append(f"  - {a}: {_short(j.flink[a])} | {_short(j.row[a])}")
+    if not wrong:
+        lines.append("- none")
+    lines += ["", "Listed apart (what v2 changed; Flink | check-restore, verdict and failure):"]
+    for j in apart:
+        flink = f"{j.flink['verdict']} {j.flink['failure'] or ''}".strip()
+        row = f"{j.row['verdict']} {j.row['failure'] or ''}".strip()
+        lines.append(f"- {j.case_id} {j.changed}: {j.apart}; {flink} | {row}")
     lines += ["", "Not decidable (the row's reasons):"]
     for j in judged:
         which = [a for a in ASPECTS if j.aspects[a] == NOT_DECIDABLE]
-        if which:
+        if which and not j.apart:
             what = "all five" if len(which) == len(ASPECTS) else ", ".join(which)
             why = "; ".join(_short(r, 160) for r in j.reasons) or "decidable = false"
             flink = f"{j.flink['verdict']} {j.flink['failure'] or ''}".strip()
             lines.append(f"- {j.case_id} ({what}; Flink: {flink}; {j.changed}): {why}")
     return "\n".join(lines) + "\n"
+
+
+SUMMARY_HEAD = (
+    "| set | restores | judged | all five agree | not decidable | disagree | listed apart |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def summary_line(name: str, judged: list[Judged]) -> str:
+    """One line of the table over sets (:data:`SUMMARY_HEAD`): the all-five counts."""
+    c = counts(judged)["all five"]
+    m = len(judged) - c.get(APART, 0)
+    cells = (
+        str(len(judged)),
+        str(m),
+        f"{c.get(AGREE, 0)}/{m}",
+        *(str(c.get(k, 0)) for k in (NOT_DECIDABLE, DISAGREE, APART)),
+    )
+    return f"| {name} | " + " | ".join(cells) + " |"
 
 
 def _whole(j: Judged) -> str:
@@ -234,7 +310,7 @@ def agreement(spark: Any, settings: Any, path: Path, work: Path) -> tuple[str, l
     root = work / name
     if root.exists():
         shutil.rmtree(root)
-    folders = lay_out(cases, path.parent / name, root)
+    folders = lay_out(cases, path.parent, root)
     rows = run_check_restore(spark, settings, root)
     judged = [judge(c, rows[c["case_id"]], folders[c["case_id"]]) for c in cases]
     unchanged = sum(1 for c in cases if _listed(rows[c["case_id"]].get("taken_as_unchanged")))
@@ -254,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings({"spark.master": "local[2]", "spark.shuffle_partitions": 4})
     spark = get_spark(settings, app_name="state-agreement")
     wrong = 0
+    summary = [SUMMARY_HEAD]
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         for path in args.sets:
@@ -262,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
             out = (args.out_dir or path.parent) / f"agreement-{name}.txt"
             out.write_text(text)
             print(text)
-            wrong += sum(1 for j in judged if DISAGREE in j.aspects.values())
+            summary.append(summary_line(name, judged))
+            wrong += sum(1 for j in judged if not j.apart and DISAGREE in j.aspects.values())
     spark.stop()
+    print("\n".join(summary))
     return 0 if wrong == 0 else 1
 
 

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness" / "restore"
 # What the exporter writes now that the recorded specs lack (docs/spec-extensions.md).
-NEW_FIELDS = ("state_backend", "user_classes", "user_classes_skipped")
+NEW_FIELDS = ("state_backend", "serializer_modules", "user_classes", "user_classes_skipped")
 
 
 def lines_of(set_name: str) -> tuple[str, str]:

@@ -403,3 +403,43 @@ def test_state_backend_and_user_classes(built, line):
     assert specs[0]["state_backend"] == ("hashmap" if line.startswith("1.") else "rocksdb")  # 2.x: no such method
     rc, specs, err = export(built, line, job, "--user-classes-limit", "0", args=("none",))
     assert rc == 0 and "user_classes" not in specs[0], err
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_user_classes_scope(built, line):
+    """``user_classes`` describes the job's own packages (the main class's first two package names),
+    the classes its job graph's types name (the element type; a window accumulator only the window
+    operator's state descriptor names), and what their fields name; a jar class nothing names
+    outside those packages only with ``--user-classes-package`` (docs/spec-extensions.md)."""
+    rc, specs, err = export(built, line, "ScopeJob")
+    assert rc == 0, err
+    classes = specs[0]["user_classes"]
+    model = "com.example.model."
+    assert {model + "Event", model + "Detail", model + "Acc"} <= set(classes)
+    assert model + "Unused" not in classes
+    assert classes[model + "Event"]["fields"] == [
+        {"name": "detail", "type": model + "Detail"},
+        {"name": "id", "type": "long"},
+    ]
+    assert "org.flinkjobgraph.testjobs.StateFactsJob$Order" in classes  # the job's own packages
+    assert "packages [org.flinkjobgraph.]" in err
+    rc, specs, err = export(built, line, "ScopeJob", "--user-classes-package", "com.example")
+    assert rc == 0 and model + "Unused" in specs[0]["user_classes"], err
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_serializer_modules(built, line):
+    """``serializer_modules``: which optional modules with serializer snapshots the job's class
+    path loads. flink-avro only when the job brings it; the table runtime (and the CEP library
+    it depends on) is on the export's class path as in Flink's lib/; the 1.x Scala API is not."""
+    rc, specs, err = export(built, line, "StateFactsJob", args=("none",))
+    assert rc == 0, err
+    modules = specs[0]["serializer_modules"]
+    assert set(modules) == {"flink-avro", "flink-cep", "flink-scala", "flink-table-api-scala", "flink-table-runtime"}
+    assert modules["flink-avro"] is False and modules["flink-table-runtime"] is True
+    repo = Path.home() / ".m2/repository/org/apache/flink/flink-avro"
+    avro = sorted(repo.glob(f"{line}.*/flink-avro-{line}.*.jar"))
+    if not avro:
+        pytest.skip(f"no flink-avro {line} jar in the local Maven repository")
+    rc, specs, err = export(built, line, "StateFactsJob", "--classpath", str(avro[-1]), args=("none",))
+    assert rc == 0 and specs[0]["serializer_modules"]["flink-avro"] is True, err

@@ -281,7 +281,8 @@ def test_harness_proxies_match_what_flink_read(case, harness_decoded):
                 if missing is not None:
                     # a job that does not bundle flink-avro cannot load Flink's Avro snapshot class
                     # (the catalogue models user classes only): the decoder read that class there
-                    names = {n.class_name for s in proxy.states for n in _walk_all(s)}
+                    infos = proxy.states + getattr(proxy, "broadcast_states", ())  # an Avro broadcast state too
+                    names = {n.class_name for s in infos for n in _walk_all(s)}
                     if isinstance(proxy, KeyedProxy):
                         names |= {n.class_name for n in proxy.key_serializer.walk()}
                     assert missing in names and not case[f"{side}_program"]["bundled_jars"], (missing, names)

@@ -428,9 +428,15 @@ def test_upgrade_rules_by_backend_and_format():
     native_heap = {A: keyed_op(A, simple("Long"), states, "KeyGroupsStateHandle")}
     d = sr.decide_states(native_heap, {A: sr.NewOperator(A)}, sr.StateContext(1, 2))
     assert (d.failure, d.error_class) == (sr.KRYO_COLLECTION_ON_2X, "java.lang.NullPointerException")
-    assert not d.uncertain.get("message")
-    last = {A: keyed_op(A, simple("Long"), {"n": states["n"], "tags": states["tags"]}, "KeyGroupsStateHandle")}
-    assert "message" in sr.decide_states(last, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
+    # the key group's write order is a HashMap order (StateUID's hash holds an enum's identity hash):
+    # whether the misread state is written last, and the read ends without an error, is not known
+    # (1.20 -> 2.3 s31 00055, 00081, 00125 failed at registration, 00047, 00062, 00146 with the NPE)
+    # (and what the misaligned read throws: 1.20 -> 2.0 s31 00146 an NPE without a message)
+    assert set(d.uncertain) == {"failure", "message", "failure_stage"}
+    later = {A: keyed_op(A, simple("Long"), {"n": states["n"], "tags": states["tags"]}, "KeyGroupsStateHandle")}
+    assert "message" in sr.decide_states(later, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
+    alone = {A: keyed_op(A, simple("Long"), {"tags": states["tags"]}, "KeyGroupsStateHandle")}
+    assert "message" in sr.decide_states(alone, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).uncertain
     canonical = {A: keyed_op(A, simple("Long"), states, "KeyGroupsSavepointStateHandle")}
     d = sr.decide_states(canonical, {A: sr.NewOperator(A)}, sr.StateContext(1, 2, "hashmap"))
     assert d.message.startswith("For heap backends, the new state serializer (org.apache.flink.api.java.typeutils")
@@ -670,7 +676,8 @@ def test_a_pojo_with_a_kryo_collection_field_misreads_on_heap_across_majors():
             "java.lang.IllegalArgumentException",
             want,
         )
-        assert d.reported.field_path == "value.fields.counts" and not d.uncertain
+        # the saved values decide whether Kryo 5 misreads them (1.20 -> 2.3 s31 00075 read them back)
+        assert d.reported.field_path == "value.fields.counts" and set(d.uncertain) == {"message"}
     ops = {A: operator_op(A, {"buf": list_of(coll)})}
     d = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(1, 2, "hashmap"), old, old)
     assert (d.failure, d.message, d.reported.field_path) == (
@@ -684,3 +691,32 @@ def test_a_pojo_with_a_kryo_collection_field_misreads_on_heap_across_majors():
     # without facts the next field's Java type is unknown: the failure stands, the message is left open
     d = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(1, 2, "hashmap"))
     assert d.failure == sr.KRYO_COLLECTION_ON_2X and d.message is None and "message" in d.uncertain
+
+
+def test_a_snapshot_class_of_a_module_the_new_class_path_lacks():
+    """Every saved snapshot of a restored operator is read with the new job's class loader
+    (TypeSerializerSnapshot.readVersionedSnapshot -> InstantiationUtil.resolveClassByName), used by
+    the new job or not: a job that dropped its Avro state, and flink-avro with it, fails reading the
+    keyed proxy (``ClassNotFoundException: ...AvroSerializerSnapshot``; conformance/statetypes
+    00010 / 00061 of the seed-21 sets, every line). Decided from the graph field
+    ``serializer_modules``; without it the module is taken as present and the row says so."""
+    avro = "org.apache.flink.formats.avro.typeutils.AvroSerializerSnapshot"
+    rec = SnapshotNode(avro, 2, "AVRO", "org.apache.avro.generic.GenericRecord")
+    ops = {A: keyed_op(A, simple("Long"), {"n": ("VALUE", simple("Long")), "rec": ("VALUE", rec)})}
+    ctx = sr.StateContext(2, 2, "rocksdb", {"flink-avro": False})
+    d = sr.decide_states(ops, {A: sr.NewOperator(A)}, ctx)
+    assert (d.verdict, d.failure, d.operator_id, d.state_name) == (sr.FAILS, sr.SNAPSHOT_CLASS_GONE, A, "rec")
+    assert (d.error_class, d.message, d.failure_stage) == ("java.lang.ClassNotFoundException", avro, sr.TASK_RESTORE)
+    assert sf.advice_for(d.reported)[0].code == "BUNDLE_MODULE"
+    # in a list, in operator state: the same, from the operator backend's proxy
+    d = sr.decide_states({A: operator_op(A, {"buf": list_of(rec)})}, {A: sr.NewOperator(A)}, ctx)
+    assert (d.failure, d.state_name, d.message) == (sr.SNAPSHOT_CLASS_GONE, "buf", avro)
+    present = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(2, 2, "rocksdb", {"flink-avro": True}))
+    assert present.verdict == sr.RESTORES and "module flink-avro" not in present.taken_as_unchanged
+    unknown = sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(2, 2, "rocksdb"))
+    assert unknown.verdict == sr.RESTORES and "module flink-avro" in unknown.taken_as_unchanged
+    # the 1.x Scala API has no 2.x release
+    scala = SnapshotNode("org.apache.flink.api.scala.typeutils.ScalaCaseClassSerializerSnapshot", 2, "COMPOSITE", "x.C")
+    ops = {A: keyed_op(A, simple("Long"), {"c": ("VALUE", scala)})}
+    assert sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(1, 2)).failure == sr.SNAPSHOT_CLASS_GONE
+    assert sr.decide_states(ops, {A: sr.NewOperator(A)}, sr.StateContext(1, 1)).verdict == sr.RESTORES

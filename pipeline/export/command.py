@@ -51,8 +51,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "already has, Flink's own, are left out)")
     c.add_argument("--expected", action="store_true", help="add Flink's own JobGraph answer to each line")
     c.add_argument("--first", action="store_true", help="stop main() at its first submitted job")
+    c.add_argument("--user-classes-package", action="append", default=[], metavar="PREFIX",
+                   help="describe the --jar classes of this package too in the graph field user_classes "
+                   "(repeatable; '' or '*': every class); by default the main class's first two package "
+                   "names, the classes the job graph's types name and the classes their fields name")
     c.add_argument("--user-classes-limit", type=int, metavar="N",
-                   help="classes of --jar described in the graph field user_classes at most (default 20000; "
+                   help="classes of --jar examined for the graph field user_classes at most (default 20000; "
                    "0 leaves the field out): bounds the export of a fat jar")
     c.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"end the export with an error when main() is still running after SECONDS without "
@@ -92,6 +96,8 @@ def harness_args(args: argparse.Namespace) -> list[str]:
         out.append("--expected")
     if args.first:
         out.append("--first")
+    for prefix in getattr(args, "user_classes_package", None) or []:
+        out += ["--user-classes-package", prefix]
     if getattr(args, "user_classes_limit", None) is not None:
         if args.user_classes_limit < 0:
             raise ExportError(f"--user-classes-limit expects a number >= 0, got {args.user_classes_limit}")

@@ -217,12 +217,18 @@ def _state_half(
         saved_major=sr.savepoint_major(next(iter(formats), None), check.get("old_flink_version")),
         target_major=sr.line_major(target),
         restore_backend=sr.backend_family(graph.get("state_backend")),
+        modules=_modules(graph),
     )
     decision = sr.decide_states(
         states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]
     )
     _unreadable_streams(decision, states, matched)
     return decision
+
+
+def _modules(graph: dict[str, Any]) -> dict[str, bool] | None:
+    raw = graph.get("serializer_modules")
+    return json.loads(raw) if isinstance(raw, str) else raw
 
 
 def _class_facts(graph: dict[str, Any]) -> dict[str, sr.ClassFacts]:

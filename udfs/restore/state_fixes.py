@@ -231,6 +231,19 @@ def advice_for(p: sr.StateProblem, old_types: Mapping[str, str] | None = None) -
                 "the state's new serializer is incompatible with the saved one",
             )
         ]
+    if kind == sr.SNAPSHOT_CLASS_GONE and cause == "MODULE_NOT_ON_CLASS_PATH":
+        return [
+            Advice(
+                "BUNDLE_MODULE",
+                f"Put the module of {p.message} back on the job's class path (bundle it, or add it to the cluster's "
+                f"lib/), or rewrite the savepoint without state '{where}' with the {_SPA}: Flink reads every saved "
+                "state's serializer snapshot of the operators it restores, used by the new job or not.",
+                "real_restores",
+                False,
+                "TypeSerializerSnapshot.readVersionedSnapshot resolves the snapshot class by name; jobs that dropped "
+                "their Avro state and flink-avro with it failed with ClassNotFoundException",
+            )
+        ]
     if kind == sr.SNAPSHOT_CLASS_GONE and cause == "KRYO_SERIALIZER_INSTANCE_1X":
         return [
             Advice(

@@ -1286,3 +1286,31 @@ def _resolve(node: SnapshotNode, d: dict, classes: dict[str, UserClass]) -> None
 def known_classes() -> list[str]:
     """Every snapshot class name the registry reads (sorted)."""
     return sorted(REGISTRY)
+
+
+# Optional Flink modules that ship serializer snapshot classes, by the prefix (after
+# ``org.apache.flink.``) of the classes each ships. A task resolves every saved snapshot's class with
+# the job's class loader while it reads the state's meta data (``TypeSerializerSnapshot.
+# readVersionedSnapshot`` -> ``InstantiationUtil.resolveClassByName``): a module the new job's class
+# path lacks fails the restore there (``ClassNotFoundException``). The exporter probes one class per
+# module (graph field ``serializer_modules``, docs/spec-extensions.md). ``flink-scala`` (the 1.x Scala
+# API) has no 2.x release: its snapshots cannot load on 2.x whatever the job bundles.
+SERIALIZER_MODULES: dict[str, tuple[str, ...]] = {
+    "flink-avro": ("formats.avro.",),
+    "flink-cep": ("cep.",),
+    "flink-scala": ("api.scala.",),
+    "flink-table-api-scala": ("table.api.typeutils.",),
+    "flink-table-runtime": ("table.runtime.",),
+}
+_FLINK = "org.apache.flink."
+
+
+def module_of(snapshot_class: str) -> str | None:
+    """The optional module (a :data:`SERIALIZER_MODULES` key) that ships a snapshot class, else None."""
+    if not snapshot_class.startswith(_FLINK):
+        return None
+    rest = snapshot_class[len(_FLINK) :]
+    for module, prefixes in SERIALIZER_MODULES.items():
+        if rest.startswith(prefixes):
+            return module
+    return None

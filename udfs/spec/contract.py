@@ -59,6 +59,7 @@ GRAPH_COLUMNS = [
     # check's state half reads them
     "state_backend",
     "user_classes",
+    "serializer_modules",
     "source_file",
 ]
 NODE_COLUMNS = [
@@ -199,6 +200,15 @@ def _json_object_text(value: Any, what: str) -> str | None:
     return json.dumps(_object(value, what), sort_keys=True, separators=(",", ":"))
 
 
+def _modules_text(value: Any) -> str | None:
+    """Graph field ``serializer_modules``: optional module -> whether the job's class path loads it."""
+    text = _json_object_text(value, "serializer_modules")
+    bad = [k for k, v in (value or {}).items() if not isinstance(v, bool)]
+    if bad:
+        raise ContractError("BAD_FIELD", f"serializer_modules values must be true or false, not for {_short(bad)}")
+    return text
+
+
 def _object(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ContractError("BAD_FIELD", f"{what} must be a JSON object, got {_short(value)}")
@@ -237,6 +247,7 @@ def graph_fields(obj: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
         "auto_parallelism_enabled": _bool(obj.get("auto_parallelism_enabled", True), "auto_parallelism_enabled"),
         "state_backend": _str(obj.get("state_backend"), "state_backend", nullable=True),
         "user_classes": _json_object_text(obj.get("user_classes"), "user_classes"),
+        "serializer_modules": _modules_text(obj.get("serializer_modules")),
     }
     raw_nodes = obj.get("nodes")
     raw_edges = obj.get("edges", [])

@@ -37,7 +37,7 @@ public final class UserJobExport {
     public static final String USAGE =
             "export --main-class CLASS [--jar JOB.jar] [--classpath DIR_OR_JAR]... [--graph-id ID] [--out FILE]\n"
                     + "         [-p N] [-D key=value]... [--config flink-conf.yaml|config.yaml] [--expected] [--first]\n"
-                    + "         [--user-classes-limit N] [--timeout SECONDS]\n"
+                    + "         [--user-classes-package PREFIX]... [--user-classes-limit N] [--timeout SECONDS]\n"
                     + "         [-- PROGRAM ARGS...]";
 
     static final String HELP =
@@ -53,7 +53,11 @@ public final class UserJobExport {
                     + "  --config FILE        a flink-conf.yaml / config.yaml (-D and -p override it)\n"
                     + "  --expected           add Flink's own JobGraph answer to each line\n"
                     + "  --first              stop main() at the first submitted job (default: capture all)\n"
-                    + "  --user-classes-limit N  classes of the --jar jars described in user_classes at most\n"
+                    + "  --user-classes-package PREFIX  describe the --jar classes of this package in user_classes\n"
+                    + "                       too (repeatable; '' or '*': every class); by default the main class's\n"
+                    + "                       first " + UserClassFacts.Scope.PACKAGE_DEPTH + " package names (com.acme. for com.acme.orders.Job), the classes\n"
+                    + "                       the job graph's types name, and the classes their fields name\n"
+                    + "  --user-classes-limit N  classes of the --jar jars examined for user_classes at most\n"
                     + "                       (default " + UserClassFacts.DEFAULT_LIMIT + "; 0: leave user_classes out)\n"
                     + "  --timeout SECONDS    end the export when main() is still running after this long (default "
                     + DEFAULT_TIMEOUT_SECONDS + "; 0: no limit)\n"
@@ -87,6 +91,8 @@ public final class UserJobExport {
         final List<String> jobJars = new ArrayList<>();
         int userClassesLimit = UserClassFacts.DEFAULT_LIMIT;
         int timeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
+        /** --user-classes-package: packages user_classes describes besides the job's own. */
+        final List<String> userClassesPackages = new ArrayList<>();
         final List<String> programArgs = new ArrayList<>();
     }
 
@@ -127,6 +133,9 @@ public final class UserJobExport {
                 case "--classpath":
                 case "-cp":
                     r.classpath.add(value(a, ++i, k));
+                    break;
+                case "--user-classes-package":
+                    r.userClassesPackages.add(value(a, ++i, k));
                     break;
                 case "--user-classes-limit":
                     String lim = value(a, ++i, k);
@@ -362,7 +371,8 @@ public final class UserJobExport {
                             + ".main() returned without submitting a job (no execute(), executeAsync(),"
                             + " executeSql(INSERT ...), Table.execute*() or StatementSet.execute()): nothing to export");
         }
-        StreamGraphSpecExporter.Context ctx = new StreamGraphSpecExporter.Context(conf, userClasses(a, loader));
+        StreamGraphSpecExporter.Context ctx =
+                new StreamGraphSpecExporter.Context(conf, userClasses(a, loader, graphs), SerializerModules.probe(loader));
         try (Writer w = Main.open(a.out)) {
             for (int i = 0; i < graphs.size(); i++) {
                 StreamGraph sg = graphs.get(i);
@@ -385,10 +395,11 @@ public final class UserJobExport {
 
     /**
      * The facts of the --jar jars' classes (graph field user_classes, one scan for every captured
-     * graph: they share the jar), with the job's class loader; null when there is no --jar or the
-     * limit is 0. Its cost is reported on stderr.
+     * graph: they share the jar), with the job's class loader, in the scope of the job's own
+     * packages and the classes the graphs name ({@link UserClassFacts.Scope}); null when there is no
+     * --jar or the limit is 0. Its scope and cost are reported on stderr.
      */
-    static UserClassFacts.Result userClasses(Args a, ClassLoader loader) {
+    static UserClassFacts.Result userClasses(Args a, ClassLoader loader, List<StreamGraph> graphs) {
         if (a.jobJars.isEmpty() || a.userClassesLimit == 0) {
             return null;
         }
@@ -397,10 +408,13 @@ public final class UserJobExport {
         for (String j : a.jobJars) {
             jars.add(new File(j));
         }
-        UserClassFacts.Result r = UserClassFacts.scan(jars, loader, a.userClassesLimit);
+        UserClassFacts.Scope scope = UserClassFacts.Scope.of(a.mainClass, a.userClassesPackages, graphs);
+        UserClassFacts.Result r = UserClassFacts.scan(jars, loader, a.userClassesLimit, scope);
         System.err.printf(
-                "user classes: %d described, %d skipped, %d examined in %d ms%n",
-                r.classes.size(), r.skipped, r.examined, (System.nanoTime() - t0) / 1_000_000);
+                "user classes: %d described, %d skipped, %d examined in %d ms (packages %s, %d classes named by the"
+                        + " job graph)%n",
+                r.classes.size(), r.skipped, r.examined, (System.nanoTime() - t0) / 1_000_000, scope.describe(),
+                scope.namedCount());
         return r;
     }
 

@@ -42,16 +42,26 @@ public final class StreamGraphSpecExporter {
 
     /**
      * What a capture knows beyond the StreamGraph itself: the configuration the job was given
-     * (flink run's {@code -D} / {@code --config}, which Flink 1.9's environments never see) and
-     * the facts of the job jar's classes ({@link UserClassFacts}; null: not scanned).
+     * (flink run's {@code -D} / {@code --config}, which Flink 1.9's environments never see), the
+     * facts of the job jar's classes ({@link UserClassFacts}; null: not scanned) and which optional
+     * serializer modules its class path can load ({@link SerializerModules}; null: not probed).
      */
     public static final class Context {
         public final org.apache.flink.configuration.Configuration configuration;
         public final UserClassFacts.Result userClasses;
+        public final Map<String, Object> serializerModules;
 
         public Context(org.apache.flink.configuration.Configuration configuration, UserClassFacts.Result userClasses) {
+            this(configuration, userClasses, null);
+        }
+
+        public Context(
+                org.apache.flink.configuration.Configuration configuration,
+                UserClassFacts.Result userClasses,
+                Map<String, Object> serializerModules) {
             this.configuration = configuration;
             this.userClasses = userClasses;
+            this.serializerModules = serializerModules;
         }
     }
 
@@ -61,8 +71,9 @@ public final class StreamGraphSpecExporter {
     }
 
     /**
-     * The spec as an ordered map, with the graph fields {@code state_backend} (always) and {@code
-     * user_classes} / {@code user_classes_skipped} (when {@code ctx} has scanned classes).
+     * The spec as an ordered map, with the graph fields {@code state_backend} (always), {@code
+     * serializer_modules} (when {@code ctx} probed them) and {@code user_classes} / {@code
+     * user_classes_skipped} (when {@code ctx} has scanned classes).
      */
     public static Map<String, Object> export(StreamGraph sg, String graphId, Context ctx) {
         Map<String, Object> g = new LinkedHashMap<>();
@@ -92,6 +103,9 @@ public final class StreamGraphSpecExporter {
         // 1.12-1.17.1 name chained sources in an order derived from it.
         g.put("source_id_order", new ArrayList<Object>(sg.getSourceIDs()));
         g.put("state_backend", stateBackend(sg, ctx == null ? null : ctx.configuration));
+        if (ctx != null && ctx.serializerModules != null) {
+            g.put("serializer_modules", ctx.serializerModules);
+        }
         if (ctx != null && ctx.userClasses != null) {
             g.put("user_classes", ctx.userClasses.classes);
             g.put("user_classes_skipped", ctx.userClasses.skipped);
@@ -217,15 +231,22 @@ public final class StreamGraphSpecExporter {
         return flinkLine().equals("1.9") ? "jobmanager" : "hashmap";
     }
 
-    private static final Map<String, String> BACKENDS = new HashMap<>();
+    /** A class's simple name -> the name a spec gives it. */
+    private static final Map<String, String> BACKENDS = table(
+            "HashMapStateBackend", "hashmap",
+            "EmbeddedRocksDBStateBackend", "rocksdb",
+            "RocksDBStateBackend", "rocksdb",
+            "ForStStateBackend", "forst",
+            "MemoryStateBackend", "jobmanager",
+            "FsStateBackend", "filesystem");
 
-    static {
-        BACKENDS.put("HashMapStateBackend", "hashmap");
-        BACKENDS.put("EmbeddedRocksDBStateBackend", "rocksdb");
-        BACKENDS.put("RocksDBStateBackend", "rocksdb");
-        BACKENDS.put("ForStStateBackend", "forst");
-        BACKENDS.put("MemoryStateBackend", "jobmanager");
-        BACKENDS.put("FsStateBackend", "filesystem");
+    /** A map of the given key / value pairs. */
+    static Map<String, String> table(String... pairs) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            m.put(pairs[i], pairs[i + 1]);
+        }
+        return m;
     }
 
     /** Flink's name of a state backend object (StateBackendLoader's shortcuts), else its class. */
@@ -317,20 +338,17 @@ public final class StreamGraphSpecExporter {
         return m;
     }
 
-    private static final Map<String, String> PARTITIONERS = new HashMap<>();
-
-    static {
-        PARTITIONERS.put("ForwardPartitioner", "FORWARD");
-        PARTITIONERS.put("RebalancePartitioner", "REBALANCE");
-        PARTITIONERS.put("RescalePartitioner", "RESCALE");
-        PARTITIONERS.put("KeyGroupStreamPartitioner", "HASH");
-        PARTITIONERS.put("BroadcastPartitioner", "BROADCAST");
-        PARTITIONERS.put("ShufflePartitioner", "SHUFFLE");
-        PARTITIONERS.put("GlobalPartitioner", "GLOBAL");
-        PARTITIONERS.put("CustomPartitionerWrapper", "CUSTOM");
-        PARTITIONERS.put("ForwardForConsecutiveHashPartitioner", "FORWARD_FOR_CONSECUTIVE_HASH");
-        PARTITIONERS.put("ForwardForUnspecifiedPartitioner", "FORWARD_FOR_UNSPECIFIED");
-    }
+    private static final Map<String, String> PARTITIONERS = table(
+            "ForwardPartitioner", "FORWARD",
+            "RebalancePartitioner", "REBALANCE",
+            "RescalePartitioner", "RESCALE",
+            "KeyGroupStreamPartitioner", "HASH",
+            "BroadcastPartitioner", "BROADCAST",
+            "ShufflePartitioner", "SHUFFLE",
+            "GlobalPartitioner", "GLOBAL",
+            "CustomPartitionerWrapper", "CUSTOM",
+            "ForwardForConsecutiveHashPartitioner", "FORWARD_FOR_CONSECUTIVE_HASH",
+            "ForwardForUnspecifiedPartitioner", "FORWARD_FOR_UNSPECIFIED");
 
     static String partitionerName(Object p) {
         if (p == null) {

@@ -35,10 +35,7 @@ public final class MetadataInfo {
 
     public static Map<String, Object> read(byte[] bytes, String pointer, Map<String, Object> out) throws Exception {
         ClassLoader cl = MetadataInfo.class.getClassLoader();
-        ByteBuffer bb = ByteBuffer.wrap(bytes);
-        out.put("magic_number", String.format("0x%08x", bb.getInt(0)));
-        out.put("metadata_version", bb.getInt(4));
-        out.put("metadata_bytes", bytes.length);
+        header(bytes, out);
         CheckpointMetadata md =
                 Checkpoints.loadCheckpointMetadata(new DataInputStream(new ByteArrayInputStream(bytes)), cl, pointer);
         out.put("checkpoint_id", md.getCheckpointId());
@@ -46,19 +43,7 @@ public final class MetadataInfo {
         List<Object> ops = new ArrayList<>();
         Map<String, Integer> handleTypes = new TreeMap<>();
         for (OperatorState os : md.getOperatorStates()) {
-            Map<String, Object> o = new LinkedHashMap<>();
-            o.put("operator_id", os.getOperatorID().toHexString());
-            Object name = Refl.call(os, "getOperatorName", null);
-            if (name instanceof Optional && ((Optional<?>) name).isPresent()) {
-                o.put("operator_name", ((Optional<?>) name).get());
-            }
-            Object uid = Refl.call(os, "getOperatorUid", null);
-            if (uid instanceof Optional && ((Optional<?>) uid).isPresent() && !"".equals(((Optional<?>) uid).get())) {
-                o.put("operator_uid", ((Optional<?>) uid).get());
-            }
-            o.put("parallelism", os.getParallelism());
-            o.put("max_parallelism", os.getMaxParallelism());
-            o.put("state_size", os.getStateSize());
+            Map<String, Object> o = operatorHead(os);
             boolean subtaskState = false;
             for (OperatorSubtaskState s : os.getStates()) {
                 subtaskState |= s.hasState();
@@ -117,6 +102,36 @@ public final class MetadataInfo {
         return out;
     }
 
+    /** The first facts of a {@code _metadata} file: its magic number, format version and size. */
+    static void header(byte[] bytes, Map<String, Object> out) {
+        ByteBuffer bb = ByteBuffer.wrap(bytes);
+        out.put("magic_number", String.format("0x%08x", bb.getInt(0)));
+        out.put("metadata_version", bb.getInt(4));
+        out.put("metadata_bytes", bytes.length);
+    }
+
+    /**
+     * An operator state's identity and size, the first entries of both readings' operators: its
+     * ID, the name and uid Flink 1.16+ keep in the metadata (when set), parallelism, max
+     * parallelism, state size.
+     */
+    static Map<String, Object> operatorHead(OperatorState os) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("operator_id", os.getOperatorID().toHexString());
+        Object name = Refl.call(os, "getOperatorName", null);
+        if (name instanceof Optional && ((Optional<?>) name).isPresent()) {
+            o.put("operator_name", ((Optional<?>) name).get());
+        }
+        Object uid = Refl.call(os, "getOperatorUid", null);
+        if (uid instanceof Optional && ((Optional<?>) uid).isPresent() && !"".equals(((Optional<?>) uid).get())) {
+            o.put("operator_uid", ((Optional<?>) uid).get());
+        }
+        o.put("parallelism", os.getParallelism());
+        o.put("max_parallelism", os.getMaxParallelism());
+        o.put("state_size", os.getStateSize());
+        return o;
+    }
+
     private static void add(Map<String, TreeSet<String>> handles, String kind, Collection<?> objs) {
         TreeSet<String> set = handles.computeIfAbsent(kind, k -> new TreeSet<>());
         for (Object x : objs) {
@@ -166,20 +181,30 @@ public final class MetadataInfo {
         return set.toString();
     }
 
-    /** Key serializer snapshot and registered state names, from the keyed state's meta stream. */
-    static Map<String, Object> keyedStates(KeyedStateHandle k, ClassLoader cl) {
-        Object stream;
-        if (metaGetter(k) != null) {
-            stream = Refl.call(k, metaGetter(k), null);
+    /**
+     * The stream that starts with a state handle's serialization proxy: an incremental handle's
+     * meta data handle, a stream handle itself, else its delegate (a key-groups or operator
+     * handle's file).
+     */
+    static StreamStateHandle metaStream(Object k) {
+        Object stream = null;
+        String getter = metaGetter(k);
+        if (getter != null) {
+            stream = Refl.call(k, getter, null);
+        } else if (k instanceof StreamStateHandle) {
+            stream = k;
         } else if (Refl.has(k, "getDelegateStateHandle", 0)) {
             stream = Refl.call(k, "getDelegateStateHandle", null);
-        } else {
-            return null;
         }
         if (!(stream instanceof StreamStateHandle)) {
-            return null;
+            throw new IllegalStateException("no meta stream in " + k.getClass().getName());
         }
-        try (FSDataInputStream in = ((StreamStateHandle) stream).openInputStream()) {
+        return (StreamStateHandle) stream;
+    }
+
+    /** Key serializer snapshot and registered state names, from the keyed state's meta stream (null: unreadable). */
+    static Map<String, Object> keyedStates(KeyedStateHandle k, ClassLoader cl) {
+        try (FSDataInputStream in = metaStream(k).openInputStream()) {
             KeyedBackendSerializationProxy<?> p = new KeyedBackendSerializationProxy<>(cl);
             p.read(new DataInputViewStreamWrapper(in));
             Map<String, Object> m = new LinkedHashMap<>();

@@ -5,11 +5,8 @@ import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
-import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.configuration.TaskManagerOptions;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
 import org.apache.flink.runtime.executiongraph.ArchivedExecutionGraph;
@@ -17,7 +14,6 @@ import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
-import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
 import org.flinkjobgraph.harness.JobGraphExpected;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
@@ -40,7 +36,7 @@ import java.util.stream.Stream;
  * that failed), and record what Flink did.
  */
 public final class Runner implements AutoCloseable {
-    static final long TIMEOUT_MS = 60_000;
+    static final long TIMEOUT_MS = Cluster.TIMEOUT_MS;
 
     private final MiniCluster mc;
     private final Builder builder;
@@ -54,18 +50,7 @@ public final class Runner implements AutoCloseable {
         this.scratch = scratch;
         this.line = StreamGraphSpecExporter.flinkLine();
         Files.createDirectories(scratch);
-        Configuration c = new Configuration();
-        c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MAX, MemorySize.parse("128m"));
-        c.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
-        c.set(RestOptions.BIND_PORT, "0"); // several harness runs side by side
-        mc = new MiniCluster(new MiniClusterConfiguration.Builder()
-                .setConfiguration(c)
-                .setNumTaskManagers(1)
-                .setNumSlotsPerTaskManager(48)
-                .build());
-        mc.start();
+        mc = Cluster.start();
     }
 
     @Override
@@ -222,12 +207,7 @@ public final class Runner implements AutoCloseable {
     }
 
     void cancelAndWait(JobID id) throws Exception {
-        try {
-            mc.cancelJob(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        } catch (Exception ignored) {
-            // already terminal
-        }
-        mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Cluster.cancelAndWait(mc, id);
     }
 
     /** Waits until every subtask of a fresh (not restored) job runs. */
@@ -283,28 +263,7 @@ public final class Runner implements AutoCloseable {
                 Thread.sleep(20);
             }
             long records = Fns.EMITTED.get() - e0;
-            String pointer;
-            SavepointFormatType fmt = s.format == null ? null : SavepointFormatType.valueOf(s.format);
-            String target = caseDir.resolve("savepoints").toUri().toString();
-            switch (s.takenBy) {
-                case "stop-with-savepoint":
-                    pointer = mc.stopWithSavepoint(id1, target, false, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                    mc.requestJobResult(id1).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                    break;
-                case "trigger-savepoint+cancel":
-                    pointer = mc.triggerSavepoint(id1, target, true, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                    mc.requestJobResult(id1).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                    break;
-                default:
-                    pointer = null;
-                    for (int i = 0; i < s.checkpoints; i++) {
-                        if (i > 0) {
-                            Thread.sleep(150);
-                        }
-                        pointer = mc.triggerCheckpoint(id1).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                    }
-                    cancelAndWait(id1);
-            }
+            String pointer = Cluster.snapshot(mc, id1, s.takenBy, s.format, s.checkpoints, caseDir);
             long tSavepoint = System.currentTimeMillis();
             String local = pointer.startsWith("file:") ? new java.net.URI(pointer).getPath() : pointer;
             byte[] metadata = Files.readAllBytes(new File(local, "_metadata").toPath());

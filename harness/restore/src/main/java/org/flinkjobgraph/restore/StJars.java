@@ -135,7 +135,7 @@ final class StJars {
         Manifest mf = new Manifest();
         Attributes a = mf.getMainAttributes();
         a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        a.put(Attributes.Name.MAIN_CLASS, "statetypes.user.StJob");
+        a.put(Attributes.Name.MAIN_CLASS, StRunner.MAIN_CLASS);
         a.putValue("Created-By", "flink-jobgraph statetypes harness");
         a.putValue("Statetypes-Variant", variant);
         a.putValue("Statetypes-Api", legacyApi ? "flink-1.15" : "flink-1.19+");

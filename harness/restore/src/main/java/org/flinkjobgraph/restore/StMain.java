@@ -281,7 +281,7 @@ final class StMain {
                 StandardCharsets.UTF_8))) {
             for (String l; (l = r.readLine()) != null; ) {
                 if (!l.isBlank()) {
-                    out.add(JsonIn.object(l));
+                    out.add(Json.readObject(l));
                 }
             }
         }

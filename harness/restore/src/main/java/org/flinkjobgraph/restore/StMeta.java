@@ -12,7 +12,6 @@ import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.OperatorBackendSerializationProxy;
 import org.apache.flink.runtime.state.OperatorStateHandle;
-import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.flinkjobgraph.harness.Refl;
 
@@ -20,13 +19,11 @@ import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.TreeMap;
 
 /**
@@ -42,10 +39,7 @@ final class StMeta {
 
     static Map<String, Object> read(byte[] bytes, String pointer, ClassLoader cl, List<Object> facts) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
-        ByteBuffer bb = ByteBuffer.wrap(bytes);
-        out.put("magic_number", String.format("0x%08x", bb.getInt(0)));
-        out.put("metadata_version", bb.getInt(4));
-        out.put("metadata_bytes", bytes.length);
+        MetadataInfo.header(bytes, out);
         Thread t = Thread.currentThread();
         ClassLoader prev = t.getContextClassLoader();
         t.setContextClassLoader(cl);
@@ -65,20 +59,8 @@ final class StMeta {
     }
 
     static Map<String, Object> operator(OperatorState os, ClassLoader cl, List<Object> facts) {
-        Map<String, Object> o = new LinkedHashMap<>();
+        Map<String, Object> o = MetadataInfo.operatorHead(os);
         String id = os.getOperatorID().toHexString();
-        o.put("operator_id", id);
-        Object name = Refl.call(os, "getOperatorName", null);
-        if (name instanceof Optional && ((Optional<?>) name).isPresent()) {
-            o.put("operator_name", ((Optional<?>) name).get());
-        }
-        Object uid = Refl.call(os, "getOperatorUid", null);
-        if (uid instanceof Optional && ((Optional<?>) uid).isPresent() && !"".equals(((Optional<?>) uid).get())) {
-            o.put("operator_uid", ((Optional<?>) uid).get());
-        }
-        o.put("parallelism", os.getParallelism());
-        o.put("max_parallelism", os.getMaxParallelism());
-        o.put("state_size", os.getStateSize());
         o.put("has_coordinator_state", os.getCoordinatorState() != null);
         Map<String, Integer> handles = new TreeMap<>();
         KeyedStateHandle firstKeyed = null;
@@ -118,63 +100,53 @@ final class StMeta {
         }
     }
 
-    static StreamStateHandle metaStream(Object k) {
-        Object stream = null;
-        String getter = MetadataInfo.metaGetter(k);
-        if (getter != null) {
-            stream = Refl.call(k, getter, null);
-        } else if (k instanceof StreamStateHandle) {
-            stream = k;
-        } else if (Refl.has(k, "getDelegateStateHandle", 0)) {
-            stream = Refl.call(k, "getDelegateStateHandle", null);
-        }
-        if (!(stream instanceof StreamStateHandle)) {
-            throw new IllegalStateException("no meta stream in " + k.getClass().getName());
-        }
-        return (StreamStateHandle) stream;
-    }
-
     static Map<String, Object> keyed(KeyedStateHandle k, ClassLoader cl, List<Object> facts, String opId) {
-        try (FSDataInputStream in = metaStream(k).openInputStream()) {
+        return proxy(k, in -> {
             KeyedBackendSerializationProxy<?> p = new KeyedBackendSerializationProxy<>(cl);
-            p.read(new DataInputViewStreamWrapper(in));
+            p.read(in);
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("proxy_version", p.getReadVersion());
             m.put("compression", p.isUsingKeyGroupCompression());
             m.put("key_serializer", tree(p.getKeySerializerSnapshot(), facts, opId + "/keyed/key_serializer"));
-            List<Object> states = new ArrayList<>();
-            for (StateMetaInfoSnapshot s : p.getStateMetaInfoSnapshots()) {
-                states.add(state(s, facts, opId + "/keyed"));
-            }
-            m.put("states", states);
+            m.put("states", states(p.getStateMetaInfoSnapshots(), facts, opId + "/keyed"));
             return m;
+        });
+    }
+
+    static Map<String, Object> operatorProxy(OperatorStateHandle h, ClassLoader cl, List<Object> facts, String opId) {
+        return proxy(h, in -> {
+            OperatorBackendSerializationProxy p = new OperatorBackendSerializationProxy(cl);
+            p.read(in);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("proxy_version", p.getReadVersion());
+            m.put("states", states(p.getOperatorStateMetaInfoSnapshots(), facts, opId + "/operator"));
+            if (!p.getBroadcastStateMetaInfoSnapshots().isEmpty()) {
+                m.put("broadcast_states", states(p.getBroadcastStateMetaInfoSnapshots(), facts, opId + "/broadcast"));
+            }
+            return m;
+        });
+    }
+
+    /** Reads one serialization proxy from a handle's meta stream. */
+    interface ProxyReader {
+        Map<String, Object> read(DataInputViewStreamWrapper in) throws Exception;
+    }
+
+    /** A handle's proxy as {@code reader} makes it, or the root cause Flink's reading threw. */
+    static Map<String, Object> proxy(Object handle, ProxyReader reader) {
+        try (FSDataInputStream in = MetadataInfo.metaStream(handle).openInputStream()) {
+            return reader.read(new DataInputViewStreamWrapper(in));
         } catch (Throwable e) {
             return error(e);
         }
     }
 
-    static Map<String, Object> operatorProxy(OperatorStateHandle h, ClassLoader cl, List<Object> facts, String opId) {
-        try (FSDataInputStream in = metaStream(h).openInputStream()) {
-            OperatorBackendSerializationProxy p = new OperatorBackendSerializationProxy(cl);
-            p.read(new DataInputViewStreamWrapper(in));
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("proxy_version", p.getReadVersion());
-            List<Object> states = new ArrayList<>();
-            for (StateMetaInfoSnapshot s : p.getOperatorStateMetaInfoSnapshots()) {
-                states.add(state(s, facts, opId + "/operator"));
-            }
-            m.put("states", states);
-            if (!p.getBroadcastStateMetaInfoSnapshots().isEmpty()) {
-                List<Object> bc = new ArrayList<>();
-                for (StateMetaInfoSnapshot s : p.getBroadcastStateMetaInfoSnapshots()) {
-                    bc.add(state(s, facts, opId + "/broadcast"));
-                }
-                m.put("broadcast_states", bc);
-            }
-            return m;
-        } catch (Throwable e) {
-            return error(e);
+    static List<Object> states(Collection<StateMetaInfoSnapshot> snapshots, List<Object> facts, String where) {
+        List<Object> out = new ArrayList<>();
+        for (StateMetaInfoSnapshot s : snapshots) {
+            out.add(state(s, facts, where));
         }
+        return out;
     }
 
     /** A proxy Flink cannot read with these classes: the root cause, as the vectors record it. */

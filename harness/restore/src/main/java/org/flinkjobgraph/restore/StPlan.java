@@ -339,11 +339,35 @@ final class StPlan {
         }
     }
 
-    static Map<String, Object> edit(String type, Object target) {
+    /** Records an edit: its type, target, then the given key / value pairs in order. */
+    private void addEdit(String type, Object target, Object... keyValues) {
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("type", type);
         e.put("target", target);
-        return e;
+        for (int i = 0; i < keyValues.length; i += 2) {
+            e.put((String) keyValues[i], keyValues[i + 1]);
+        }
+        edits.add(e);
+    }
+
+    /** The states of {@code states} that {@code test} accepts, in order. */
+    private static List<St> where(List<St> states, java.util.function.Predicate<St> test) {
+        List<St> out = new ArrayList<>();
+        for (St x : states) {
+            if (test.test(x)) {
+                out.add(x);
+            }
+        }
+        return out;
+    }
+
+    /** Sets field {@code index} (0 name, 1 kind, 2 value type) of the keyed state named {@code name}. */
+    private static void setKeyedState(Seg seg, String name, int index, String value) {
+        for (String[] st : seg.states) {
+            if (st[0].equals(name)) {
+                st[index] = value;
+            }
+        }
     }
 
     static int weighted(Random r, int... w) {
@@ -436,22 +460,14 @@ final class StPlan {
         St s = pick(r, states);
         switch (category) {
             case "key_type": {
-                List<St> keyed = new ArrayList<>();
-                for (St x : states) {
-                    if (x.keyType != null) {
-                        keyed.add(x);
-                    }
-                }
+                List<St> keyed = where(states, x -> x.keyType != null);
                 s = pick(r, keyed);
                 v2 = v1.copy();
                 Seg seg = v2.byKey(s.seg.key());
                 String old = seg.f.get("key");
                 String now = pickOther(r, KEY_TYPES, old);
                 seg.put("key", now);
-                Map<String, Object> e = edit("change_key_type", s.seg.key());
-                e.put("old", old);
-                e.put("new", now);
-                edits.add(e);
+                addEdit("change_key_type", s.seg.key(), "old", old, "new", now);
                 setSubject("key_type", s);
                 break;
             }
@@ -470,12 +486,7 @@ final class StPlan {
                 }
                 boolean reverse = r.nextInt(100) < 25;
                 if (cls.equals("PojoK")) {
-                    List<St> keyed = new ArrayList<>();
-                    for (St x : states) {
-                        if (x.keyType != null) {
-                            keyed.add(x);
-                        }
-                    }
+                    List<St> keyed = where(states, x -> x.keyType != null);
                     s = pick(r, keyed);
                     s.seg.put("key", "POJO");
                 } else {
@@ -493,11 +504,7 @@ final class StPlan {
                 v2 = v1.copy();
                 jarV1 = reverse ? variant : "base";
                 jarV2 = reverse ? "base" : variant;
-                Map<String, Object> e = edit("change_user_class", cls);
-                e.put("old_jar", jarV1);
-                e.put("new_jar", jarV2);
-                e.put("reverse", reverse);
-                edits.add(e);
+                addEdit("change_user_class", cls, "old_jar", jarV1, "new_jar", jarV2, "reverse", reverse);
                 setSubject("class:" + variant + (reverse ? "(reverse)" : ""), find(v1, subjectKey));
                 break;
             }
@@ -506,21 +513,12 @@ final class StPlan {
                 St t = find(v2, s.probeKey());
                 String now = pickOther(r, VALUE_TYPES, s.type);
                 setType(t, now);
-                Map<String, Object> e = edit("change_value_type", s.seg.key());
-                e.put("state", s.name);
-                e.put("old", s.type);
-                e.put("new", now);
-                edits.add(e);
+                addEdit("change_value_type", s.seg.key(), "state", s.name, "old", s.type, "new", now);
                 setSubject("value_type", s);
                 break;
             }
             case "state_kind": {
-                List<St> c = new ArrayList<>();
-                for (St x : states) {
-                    if (!x.kind.equals("BROADCAST")) {
-                        c.add(x);
-                    }
-                }
+                List<St> c = where(states, x -> !x.kind.equals("BROADCAST"));
                 s = pick(r, c);
                 v2 = v1.copy();
                 Seg seg = v2.byKey(s.seg.key());
@@ -528,11 +526,7 @@ final class StPlan {
                 switch (seg.kind) {
                     case "keyed":
                         now = pickOther(r, List.of("VALUE", "LIST", "MAP"), s.kind);
-                        for (String[] st : seg.states) {
-                            if (st[0].equals(s.name)) {
-                                st[1] = now;
-                            }
-                        }
+                        setKeyedState(seg, s.name, 1, now);
                         break;
                     case "ost":
                         now = s.kind.equals("LIST") ? "UNION_LIST" : "LIST";
@@ -542,38 +536,22 @@ final class StPlan {
                         now = s.kind.equals("REDUCING") ? "AGGREGATING" : "REDUCING";
                         seg.put("fn", now.equals("REDUCING") ? "reduce" : "aggregate");
                 }
-                Map<String, Object> e = edit("change_state_kind", s.seg.key());
-                e.put("state", s.name);
-                e.put("old", s.kind);
-                e.put("new", now);
-                edits.add(e);
+                addEdit("change_state_kind", s.seg.key(), "state", s.name, "old", s.kind, "new", now);
                 setSubject("state_kind", s);
                 break;
             }
             case "rename_state": {
-                List<St> c = new ArrayList<>();
-                for (St x : states) {
-                    if (!x.seg.kind.equals("win")) {
-                        c.add(x);
-                    }
-                }
+                List<St> c = where(states, x -> !x.seg.kind.equals("win"));
                 s = pick(r, c);
                 v2 = v1.copy();
                 Seg seg = v2.byKey(s.seg.key());
                 String now = s.name + "_v2";
                 if (seg.kind.equals("keyed")) {
-                    for (String[] st : seg.states) {
-                        if (st[0].equals(s.name)) {
-                            st[0] = now;
-                        }
-                    }
+                    setKeyedState(seg, s.name, 0, now);
                 } else {
                     seg.put("state", now);
                 }
-                Map<String, Object> e = edit("rename_state", s.seg.key());
-                e.put("old", s.name);
-                e.put("new", now);
-                edits.add(e);
+                addEdit("rename_state", s.seg.key(), "old", s.name, "new", now);
                 setSubject("rename_state", s);
                 break;
             }
@@ -581,11 +559,7 @@ final class StPlan {
                 v2 = v1.copy();
                 Seg seg = v2.seg("keyed");
                 String[] st = addRandomState(r, seg);
-                Map<String, Object> e = edit("add_state", seg.key());
-                e.put("state", st[0]);
-                e.put("state_kind", st[1]);
-                e.put("value_type", st[2]);
-                edits.add(e);
+                addEdit("add_state", seg.key(), "state", st[0], "state_kind", st[1], "value_type", st[2]);
                 setSubject("add_state", find(v2, seg.probeId() + "|" + st[0]));
                 break;
             }
@@ -598,9 +572,7 @@ final class StPlan {
                 St removed = find(v1, k.probeId() + "|" + gone[0]);
                 v2 = v1.copy();
                 v2.seg("keyed").states.removeIf(st -> st[0].equals(gone[0]));
-                Map<String, Object> e = edit("remove_state", k.key());
-                e.put("state", gone[0]);
-                edits.add(e);
+                addEdit("remove_state", k.key(), "state", gone[0]);
                 setSubject("remove_state", removed);
                 break;
             }
@@ -628,11 +600,7 @@ final class StPlan {
 
     private static void setType(St t, String type) {
         if (t.seg.kind.equals("keyed")) {
-            for (String[] st : t.seg.states) {
-                if (st[0].equals(t.name)) {
-                    st[2] = type;
-                }
-            }
+            setKeyedState(t.seg, t.name, 2, type);
         } else {
             t.seg.put("type", type);
         }
@@ -641,20 +609,14 @@ final class StPlan {
     private void rename(Seg seg) {
         String old = seg.f.get("name");
         seg.put("name", old + "V2");
-        Map<String, Object> e = edit("rename_op", seg.uid());
-        e.put("old", old);
-        e.put("new", old + "V2");
-        edits.add(e);
+        addEdit("rename_op", seg.uid(), "old", old, "new", old + "V2");
     }
 
     private void rescale(Random r, Seg seg, String target) {
         int old = Integer.parseInt(seg.f.containsKey("p") ? seg.f.get("p") : v2.seg("env").f.get("p"));
         int now = old == 1 ? 2 + r.nextInt(2) : r.nextBoolean() ? 1 : old == 2 ? 3 : 2;
         seg.put("p", now);
-        Map<String, Object> e = edit("change_parallelism", target);
-        e.put("old", old);
-        e.put("new", now);
-        edits.add(e);
+        addEdit("change_parallelism", target, "old", old, "new", now);
     }
 
     /** Ordinary (non-type) edits on v2; returns the subject label. */
@@ -675,19 +637,14 @@ final class StPlan {
                 return "rename_op";
             case 2: {
                 v2.segs.add(v2.segs.indexOf(keyed), new Seg("map").put("name", "Tap"));
-                Map<String, Object> e = edit("insert_stateless", "Tap");
-                e.put("before", keyed.key());
-                edits.add(e);
+                addEdit("insert_stateless", "Tap", "before", keyed.key());
                 return "insert_stateless";
             }
             case 3: {
                 Seg seg = r.nextBoolean() ? keyed : v2.seg("env");
                 String target = seg.kind.equals("env") ? "env" : seg.key();
                 seg.put("maxp", 256);
-                Map<String, Object> e = edit("change_max_parallelism", target);
-                e.put("old", null);
-                e.put("new", 256);
-                edits.add(e);
+                addEdit("change_max_parallelism", target, "old", null, "new", 256);
                 return "change_max_parallelism";
             }
             case 4: {
@@ -704,10 +661,7 @@ final class StPlan {
                     rest.remove("uid");
                     seg.f.putAll(rest);
                 }
-                Map<String, Object> e = edit("change_uid", seg.key());
-                e.put("old", old);
-                e.put("new", now);
-                edits.add(e);
+                addEdit("change_uid", seg.key(), "old", old, "new", now);
                 return "change_uid";
             }
             default: {
@@ -719,7 +673,7 @@ final class StPlan {
                 }
                 Seg gone = removable.isEmpty() ? keyed : pick(r, removable);
                 v2.segs.remove(gone);
-                edits.add(edit("remove_op", gone.key()));
+                addEdit("remove_op", gone.key());
                 return "remove_op";
             }
         }

@@ -9,11 +9,8 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
-import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.configuration.TaskManagerOptions;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
 import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
@@ -22,13 +19,13 @@ import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
-import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
 import org.flinkjobgraph.harness.JobGraphExpected;
 import org.flinkjobgraph.harness.Refl;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
+import org.flinkjobgraph.harness.SerializerModules;
 import org.flinkjobgraph.harness.UserClassFacts;
 
 import java.io.BufferedOutputStream;
@@ -63,11 +60,13 @@ import java.util.zip.GZIPOutputStream;
  * The two halves can run in different JVMs (different Flink lines): see {@link StMain}.
  */
 final class StRunner implements AutoCloseable {
-    static final long TIMEOUT_MS = 60_000;
+    static final long TIMEOUT_MS = Cluster.TIMEOUT_MS;
     static final long FILL_TIMEOUT_MS = 8_000;
     static final long ACCESS_TIMEOUT_MS = 20_000;
     static final String ABSENT = "absent";
     static final String INCONSISTENT = "inconsistent";
+    /** The statetypes jobs' main class (the user jars' manifest, the programs, the export's scope). */
+    static final String MAIN_CLASS = StClasses.PACKAGE + ".StJob";
 
     private final MiniCluster mc;
     private final Compat compat;
@@ -86,15 +85,7 @@ final class StRunner implements AutoCloseable {
             mc = null;
             return;
         }
-        Configuration c = new Configuration();
-        c.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
-        c.set(TaskManagerOptions.NETWORK_MEMORY_MAX, MemorySize.parse("128m"));
-        c.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
-        c.set(RestOptions.BIND_PORT, "0");
-        mc = new MiniCluster(new MiniClusterConfiguration.Builder()
-                .setConfiguration(c).setNumTaskManagers(1).setNumSlotsPerTaskManager(48).build());
-        mc.start();
+        mc = Cluster.start();
     }
 
     @Override
@@ -177,12 +168,12 @@ final class StRunner implements AutoCloseable {
             resetNodeIds();
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             compat.configureEnv(env, conf);
-            Class<?> job = Class.forName("statetypes.user.StJob", true, cl);
+            Class<?> job = Class.forName(MAIN_CLASS, true, cl);
             String name = (String) job.getMethod("build", StreamExecutionEnvironment.class, String.class).invoke(null, env, desc);
             Job j = new Job();
             j.sg = env.getStreamGraph();
             j.sg.setJobName(name);
-            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl));
+            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl, j.sg));
             j.jg = StreamingJobGraphGenerator.createJobGraph(j.sg);
             try {
                 j.expected = JobGraphExpected.read(j.sg, j.jg);
@@ -203,13 +194,17 @@ final class StRunner implements AutoCloseable {
 
     /**
      * What the exporter needs beyond the StreamGraph, as {@code flink-jobgraph export} gives it: the
-     * job's configuration and the facts of its own (thin) jar's classes, the first of {@code jars}
-     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job).
+     * job's configuration, the facts of its own (thin) jar's classes, the first of {@code jars}
+     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job), in
+     * the scope export uses for the job's main class, and the serializer modules its class loader
+     * (Flink's, the job's jar and what it bundles) can load.
      */
-    static StreamGraphSpecExporter.Context exportContext(Configuration conf, List<Path> jars, ClassLoader cl) {
+    static StreamGraphSpecExporter.Context exportContext(
+            Configuration conf, List<Path> jars, ClassLoader cl, StreamGraph sg) {
+        UserClassFacts.Scope scope = UserClassFacts.Scope.of(MAIN_CLASS, List.of(), List.of(sg));
         UserClassFacts.Result classes =
-                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT);
-        return new StreamGraphSpecExporter.Context(conf, classes);
+                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT, scope);
+        return new StreamGraphSpecExporter.Context(conf, classes, SerializerModules.probe(cl));
     }
 
     /**
@@ -283,12 +278,7 @@ final class StRunner implements AutoCloseable {
     }
 
     void cancelAndWait(JobID id) throws Exception {
-        try {
-            mc.cancelJob(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        } catch (Exception ignored) {
-            // already terminal
-        }
-        mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Cluster.cancelAndWait(mc, id);
     }
 
     void cleanupJobs() {
@@ -606,38 +596,14 @@ final class StRunner implements AutoCloseable {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("jar", jarsRel == null ? null : jarsRel + "/" + variant + ".jar");
         m.put("jar_variant", variant);
-        m.put("main_class", "statetypes.user.StJob");
+        m.put("main_class", MAIN_CLASS);
         m.put("args", List.of(desc));
         return m;
     }
 
     String snapshot(Map<String, Object> rt, JobID id, Path caseDir) throws Exception {
-        String takenBy = (String) rt.get("taken_by");
-        String target = caseDir.resolve("savepoints").toUri().toString();
-        String f = (String) rt.get("savepoint_format");
-        SavepointFormatType fmt = f == null ? null : SavepointFormatType.valueOf(f);
-        String pointer;
-        switch (takenBy) {
-            case "stop-with-savepoint":
-                pointer = mc.stopWithSavepoint(id, target, false, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                break;
-            case "trigger-savepoint+cancel":
-                pointer = mc.triggerSavepoint(id, target, true, fmt).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                break;
-            default:
-                pointer = null;
-                int n = ((Number) rt.getOrDefault("checkpoints_taken", 1)).intValue();
-                for (int i = 0; i < n; i++) {
-                    if (i > 0) {
-                        Thread.sleep(150);
-                    }
-                    pointer = mc.triggerCheckpoint(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                }
-                cancelAndWait(id);
-        }
-        return pointer;
+        int n = ((Number) rt.getOrDefault("checkpoints_taken", 1)).intValue();
+        return Cluster.snapshot(mc, id, (String) rt.get("taken_by"), (String) rt.get("savepoint_format"), n, caseDir);
     }
 
     /**

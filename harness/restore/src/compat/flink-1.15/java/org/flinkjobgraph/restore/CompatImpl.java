@@ -5,10 +5,10 @@ import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.StatefulSink;
 import org.apache.flink.api.connector.source.ReaderOutput;
-import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReader;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
+import org.apache.flink.api.connector.source.lib.util.IteratorSourceReader;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.io.InputStatus;
@@ -23,12 +23,11 @@ import org.apache.flink.streaming.api.environment.ExecutionCheckpointingOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows;
 import org.apache.flink.streaming.api.windowing.time.Time;
+import org.apache.flink.util.NumberSequenceIterator;
 
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Collections;
-import java.util.List;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * Flink 1.15: no DataGeneratorSource (a throttled NumberSequenceSource instead), no sink V2
@@ -48,67 +47,35 @@ public class CompatImpl implements Compat {
 
         @Override
         public SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> createReader(SourceReaderContext ctx) {
-            return new Throttled(super.createReader(ctx), Math.max(1, 1000 / rate));
+            return new Throttled(ctx, Math.max(1, 1000 / rate));
         }
     }
 
-    static final class Throttled implements SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> {
-        final SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> d;
+    /**
+     * NumberSequenceSource's own reader (the IteratorSourceReader its createReader makes), sleeping
+     * before each poll and counting what it emits.
+     */
+    static final class Throttled
+            extends IteratorSourceReader<Long, NumberSequenceIterator, NumberSequenceSource.NumberSequenceSplit> {
         final long sleepMs;
 
-        Throttled(SourceReader<Long, NumberSequenceSource.NumberSequenceSplit> d, long sleepMs) {
-            this.d = d;
+        Throttled(SourceReaderContext ctx, long sleepMs) {
+            super(ctx);
             this.sleepMs = sleepMs;
         }
 
         @Override
-        public void start() {
-            d.start();
-        }
-
-        @Override
-        public InputStatus pollNext(ReaderOutput<Long> out) throws Exception {
-            Thread.sleep(sleepMs);
-            InputStatus st = d.pollNext(out);
+        public InputStatus pollNext(ReaderOutput<Long> out) {
+            try {
+                Thread.sleep(sleepMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            InputStatus st = super.pollNext(out);
             if (st == InputStatus.MORE_AVAILABLE) {
                 Fns.EMITTED.incrementAndGet();
             }
             return st;
-        }
-
-        @Override
-        public List<NumberSequenceSource.NumberSequenceSplit> snapshotState(long checkpointId) {
-            return d.snapshotState(checkpointId);
-        }
-
-        @Override
-        public CompletableFuture<Void> isAvailable() {
-            return d.isAvailable();
-        }
-
-        @Override
-        public void addSplits(List<NumberSequenceSource.NumberSequenceSplit> splits) {
-            d.addSplits(splits);
-        }
-
-        @Override
-        public void notifyNoMoreSplits() {
-            d.notifyNoMoreSplits();
-        }
-
-        @Override
-        public void handleSourceEvents(SourceEvent e) {
-            d.handleSourceEvents(e);
-        }
-
-        @Override
-        public void notifyCheckpointComplete(long checkpointId) throws Exception {
-            d.notifyCheckpointComplete(checkpointId);
-        }
-
-        @Override
-        public void close() throws Exception {
-            d.close();
         }
     }
 
@@ -167,20 +134,14 @@ public class CompatImpl implements Compat {
         }
     }
 
-    /** Sink V2 with a writer that drops everything (1.15 has no sink V2 DiscardingSink). */
+    /**
+     * Sink V2 that keeps nothing (1.15 has no sink V2 DiscardingSink): the counting writer, whose
+     * count no one asks for (not a StatefulSink, so nothing snapshots it).
+     */
     public static final class NoopSink implements Sink<Long> {
         @Override
         public SinkWriter<Long> createWriter(InitContext context) {
-            return new SinkWriter<Long>() {
-                @Override
-                public void write(Long element, Context context) {}
-
-                @Override
-                public void flush(boolean endOfInput) {}
-
-                @Override
-                public void close() {}
-            };
+            return new Writer(Collections.emptyList());
         }
     }
 
