@@ -22,11 +22,20 @@ from pyspark.sql import functions as F
 
 from pipeline.settings import Settings
 from pipeline.tables.catalog import COMMAND_TABLES
+from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS
 from pipeline.tables.delta_writer import published_versions, read_published, table_path
+from udfs.spec.contract import ERROR_COLUMNS
 
+_COLUMNS = {
+    "operators": OPERATOR_COLUMNS,
+    "job_vertices": VERTEX_COLUMNS,
+    "job_edges": JOB_EDGE_COLUMNS,
+    "graph_errors": ERROR_COLUMNS,
+}
 REJECTED_FROM = " from "  # joins a rejected graph's fingerprint and the file its error row names
 TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
 COLUMNS = ["graph_id", "fingerprint", "rules_version"]
+SCHEMA = "graph_id string, fingerprint string, rules_version string"
 _ROOT = Path(__file__).resolve().parents[2]
 _CODE = ("udfs/spec", "udfs/flink", "udfs/compute", "udfs/errors.py", "pipeline/compute",
          "pipeline/tables/columns.py", "pipeline/version.py")  # fmt: skip
@@ -59,6 +68,14 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
     if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
         return {}  # an output no run has written yet, or one an earlier release wrote
     names = COMMAND_TABLES["compute"]
+    for name, columns in _COLUMNS.items():  # tables an earlier release wrote: every graph again
+        path = table_path(output, name)
+        if DeltaTable.isDeltaTable(spark, path):
+            missing = [c for c in columns if c not in spark.read.format("delta").load(path).columns]
+            if missing:
+                if say:
+                    say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
+                return {}
     cut = published_versions(spark, output, names)
     touched = None
     for name in names:

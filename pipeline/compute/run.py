@@ -226,6 +226,8 @@ def compute_run(
     tables = [operators, vertices, job_edges, errors]
     if skip is not None:
         tables.append(fingerprints.rows(FUSED_ROWS.rows(rows, "fingerprint"), skip.rules_version))
+    elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
+        tables.append(spark.createDataFrame([], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
     summary.graphs_processed -= summary.graphs_skipped
     if not keep_stream:
