@@ -197,13 +197,19 @@ public final class Runner implements AutoCloseable {
         }
     }
 
+    /**
+     * job_init when the JobMaster refused the job (Flink wraps what fails while it starts, the
+     * savepoint's restore included, in a JobInitializationException); otherwise a task failed.
+     * Whether a poll saw a task deployed is no test: a task that fails at once (a key serializer
+     * that cannot read the state) can end the job between two polls.
+     */
     static String stage(Throwable t, boolean deployed) {
         for (Throwable x = t; x != null; x = x.getCause()) {
             if (x.getClass().getSimpleName().equals("JobInitializationException")) {
                 return "job_init";
             }
         }
-        return deployed ? "task" : "job_init";
+        return "task";
     }
 
     void cancelAndWait(JobID id) throws Exception {
