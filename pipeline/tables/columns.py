@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from udfs.restore.state_fixes import FIX_COLUMNS
 from udfs.restore.state_rules import CHECK_EXTRA_COLUMNS, PROBLEM_COLUMNS
 from udfs.savepoint.state_rows import STATE_COLUMNS
 
@@ -90,33 +91,7 @@ MATCHES_COLUMNS = [
     "name",
     "uid",
 ]
-FIXES_COLUMNS = [
-    *CHECK_KEY,
-    "operator_id",  # the saved operator (or the vertex) it is about
-    "old_node_id",
-    "old_name",
-    "old_uid",
-    "counterpart_node_id",
-    "counterpart_name",
-    "counterpart_uid",
-    "counterpart_operator_id",
-    "reasons",
-    "fix_code",
-    "patch_node_id",
-    "patch_field",
-    "patch_value",
-    "proof_round",  # the round that proposed it (1 = from the graph as given)
-    "verified",  # the graph with all of the check's fixes restores
-    "verified_verdict",
-    "verified_failure",
-    # state-type advice (no spec patch proves it): udfs/restore/state_fixes.py
-    "state_name",
-    "field_path",
-    "advice_code",
-    "advice_basis",  # what the advice rests on: flink_source, real_restores, no
-    "needs_real_restore",
-    "evidence",
-]
+FIXES_COLUMNS = [*CHECK_KEY, *FIX_COLUMNS]  # a fix row's columns: udfs/restore/state_fixes.py
 SAVEPOINT_OPERATORS_COLUMNS = [  # SPEC section 5, then what the reader adds
     "savepoint",
     "format_version",

@@ -24,8 +24,10 @@ from udfs.restore import state_rules as sr
 
 __all__ = ["Advice", "advice_for", "fix_rows", "NOT_FIXES", "FIX_COLUMNS"]
 
+# the columns of a restore_fixes row after its check key (the table is these, in this order):
+# the topology fixes (udfs/restore/fixes.py, proven by check_rows) and the state advice here
 FIX_COLUMNS = (
-    "operator_id",
+    "operator_id",  # the saved operator (or the vertex) it is about
     "old_node_id",
     "old_name",
     "old_uid",
@@ -38,10 +40,15 @@ FIX_COLUMNS = (
     "patch_node_id",
     "patch_field",
     "patch_value",
+    "proof_round",  # the round that proposed it (1 = from the graph as given)
+    "verified",  # the graph with all of the check's fixes restores
+    "verified_verdict",
+    "verified_failure",
+    # state-type advice (no spec patch proves it): advice_for, below
     "state_name",
     "field_path",
     "advice_code",
-    "verified",
+    "advice_basis",  # what the advice rests on: flink_source, real_restores, no
     "needs_real_restore",
     "evidence",
 )

@@ -1132,6 +1132,17 @@ class _OperatorCheck:
         kw.setdefault("failure_stage", TASK_RESTORE)
         self.add(phase, idx, verdict=FAILS, failure=failure, error_class=ERROR_CLASSES[error], message=message, **kw)
 
+    def kryo5_misread(
+        self, phase: str, idx: int, error: str, message: str | None, field_path: str | None, basis: list[str],
+        uncertain: dict[str, str], **where: Any,
+    ) -> None:  # fmt: skip
+        """Flink 2.x's Kryo 5 reading the Kryo 2 bytes a 1.x job wrote for a collection fails
+        (KRYO_COLLECTION_ON_2X); what it throws depends on the bytes that follow (_KRYO5_MISREADS)."""
+        self.fails(
+            phase, idx, KRYO_COLLECTION_ON_2X, error, message, cause=KRYO_COLLECTION_ON_2X, field_path=field_path,
+            basis=basis, uncertain=uncertain, assumes=[_KRYO5_MISREADS], **where,
+        )  # fmt: skip
+
     def undecidable(self, phase: str, idx: int, failure: str, why: str, **kw: Any) -> None:
         self.add(phase, idx, verdict=NOT_DECIDABLE, failure=failure, certain=False, undecidable_reason=why, **kw)
 
@@ -1300,17 +1311,14 @@ class _OperatorCheck:
             misread = _pojo_field_misread(ser, "value", self.classes, self.olds) if kryo_at is not None else None
             if misread is not None and self.backend is not None:
                 # any heap restore (NATIVE or CANONICAL) reads the POJO back and fails on its next field
-                self.fails(
+                self.kryo5_misread(
                     "values",
                     idx,
-                    KRYO_COLLECTION_ON_2X,
                     "IllegalArgumentException",
                     misread[1],
-                    cause=KRYO_COLLECTION_ON_2X,
-                    field_path=misread[0],
-                    basis=["savepoint", "class_facts", "flink_source", "observed"],
-                    uncertain={"message": _POJO_MISREAD if not misread[1] else _POJO_READ_BACK},
-                    assumes=[_KRYO5_MISREADS],
+                    misread[0],
+                    ["savepoint", "class_facts", "flink_source", "observed"],
+                    {"message": _POJO_MISREAD if not misread[1] else _POJO_READ_BACK},
                     **where,
                 )
                 continue
@@ -1322,17 +1330,14 @@ class _OperatorCheck:
                         unc = {"message": _LAST_IN_KEY_GROUP}
                     else:
                         unc = dict.fromkeys(("failure", "message", "failure_stage"), _KEY_GROUP_ORDER)
-                    self.fails(
+                    self.kryo5_misread(
                         "values",
                         idx,
-                        KRYO_COLLECTION_ON_2X,
                         "NullPointerException",
                         MESSAGES["heap_native_misread"],
-                        cause=KRYO_COLLECTION_ON_2X,
-                        field_path=kryo_at,
-                        basis=["savepoint", "flink_source", "observed"],
-                        uncertain=unc,
-                        assumes=[_KRYO5_MISREADS],
+                        kryo_at,
+                        ["savepoint", "flink_source", "observed"],
+                        unc,
                         **where,
                     )
                 continue  # canonical heap savepoints were read without error (observed): registration decides
@@ -1415,17 +1420,14 @@ class _OperatorCheck:
                 kryo_at = _first_collection_kryo(ser, root) if self.ctx.crosses_to_2x else None
                 misread = _pojo_field_misread(ser, root, self.classes, self.olds) if kryo_at is not None else None
                 if misread is not None:
-                    self.fails(
+                    self.kryo5_misread(
                         "op_values",
                         idx,
-                        KRYO_COLLECTION_ON_2X,
                         "IllegalArgumentException",
                         misread[1],
-                        cause=KRYO_COLLECTION_ON_2X,
-                        field_path=misread[0],
-                        basis=["savepoint", "class_facts", "flink_source", "observed"],
-                        uncertain={} if misread[1] else {"message": _POJO_MISREAD},
-                        assumes=[_KRYO5_MISREADS],
+                        misread[0],
+                        ["savepoint", "class_facts", "flink_source", "observed"],
+                        {} if misread[1] else {"message": _POJO_MISREAD},
                         **where,
                     )
                     break
