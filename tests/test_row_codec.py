@@ -58,7 +58,7 @@ def _rows(kind: str, n: int = 2) -> dict:
 
 def test_the_stage_has_the_kinds_it_emits():
     assert set(KINDS) == {"operator", "vertex", "job_edge", "chain_edge", "graph", "stats", "error", "timing",
-                          "stream_graph", "stream_node", "stream_edge"}
+                          "fingerprint", "stream_graph", "stream_node", "stream_edge"}
     assert fused.FUSED_SCHEMA == FUSED_ROWS.schema
 
 

@@ -178,9 +178,10 @@ def _batch_rows(
         if error is not None:
             errors.append(error)
             continue
-        fp = spec_fingerprint(obj, skip.rules_version) if skip else None
+        graph_id = obj.get("graph_id") if isinstance(obj, dict) else None
+        # a graph without a text graph_id is rejected whatever it holds: nothing to key it by
+        fp = spec_fingerprint(obj, skip.rules_version) if skip and isinstance(graph_id, str) else None
         if fp is not None:
-            graph_id = obj.get("graph_id")
             fingerprints["graph_id"].append(graph_id)
             fingerprints["fingerprint"].append(fp)
             held = known.get(graph_id)
