@@ -155,23 +155,6 @@ def test_tables_of_an_earlier_release_are_recomputed_and_evolved(spark, settings
     assert _snapshot(spark, inc)["graph_fingerprints"] == [r for r in fps if r[0] != "orders-enricher@v2"]
 
 
-def test_other_rules_recompute_every_graph(spark, settings, outputs):
-    """Settings that can change results are part of the rules version: a run under other ones
-    recomputes every graph (as a new release's code would), to the same tables here."""
-    root, inc, full = outputs
-    other = load_settings(
-        {"spark.master": "local[2]", "spark.shuffle_partitions": 4, "limits.max_graph_elements": 2_000_000}
-    )
-    assert fingerprints.rules_version(other) != fingerprints.rules_version(settings)
-    s = compute(spark, str(root / "in2"), inc, other, QUIET)
-    assert s.graphs_skipped == 0 and s.graphs_recomputed > 0
-    assert _input_graphs(spark, inc) == _input_graphs(spark, full)
-    versions = {r["rules_version"] for r in spark.read.format("delta").load(f"{inc}/graph_fingerprints").collect()}
-    assert fingerprints.rules_version(other) in versions
-    s = compute(spark, str(root / "in2"), inc, settings, QUIET)  # back to these rules: all again
-    assert s.graphs_skipped == 0 and s.graphs_recomputed > 0
-
-
 def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_path):
     """A run killed after its first commit: the graphs whose rows it changed are described by
     no published fingerprint, so the next run computes them again; on the killed run's input
@@ -182,7 +165,7 @@ def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_p
     edited = [
         dict(g, nodes=[dict(n, name=n["name"] + " v2") for n in g["nodes"]]) if g is target else g for g in graphs
     ]
-    inp = _write(tmp_path / "in3", edited)
+    inp = _write(root / "in3", edited)
     # the killed run: the same replace of operators a run makes, tagged with its id, never published
     known = fingerprints.known_fingerprints(spark, inc)
     assert known
@@ -216,6 +199,21 @@ def test_a_killed_run_is_covered_by_the_next_run(spark, settings, outputs, tmp_p
         t: sorted(map(str, spark.read.format("delta").load(f"{inc}/{t}").collect())) for t in TABLES
     }
     assert target["graph_id"] in fingerprints.known_fingerprints(spark, inc)
+
+
+def test_other_rules_recompute_every_graph(spark, settings, outputs):
+    """Settings that can change results are part of the rules version: a run under other ones
+    recomputes every graph (as a new release's code would), to the same tables here."""
+    root, inc, full = outputs
+    other = load_settings(
+        {"spark.master": "local[2]", "spark.shuffle_partitions": 4, "limits.max_graph_elements": 2_000_000}
+    )
+    assert fingerprints.rules_version(other) != fingerprints.rules_version(settings)
+    s = compute(spark, str(root / "in3"), inc, other, QUIET)
+    assert s.graphs_skipped == 0 and s.graphs_recomputed > 0
+    assert _input_graphs(spark, inc) == _input_graphs(spark, full)
+    versions = {r["rules_version"] for r in spark.read.format("delta").load(f"{inc}/graph_fingerprints").collect()}
+    assert fingerprints.rules_version(other) in versions
 
 
 def test_fingerprint_follows_content_profile_and_rules(tmp_path, monkeypatch):
