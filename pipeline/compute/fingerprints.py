@@ -25,6 +25,7 @@ from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS
 from pipeline.tables.delta_writer import published_versions, read_published, table_path
 from udfs.spec.contract import ERROR_COLUMNS
+from udfs.spec.fingerprint import REJECTED_FROM
 
 _COLUMNS = {
     "operators": OPERATOR_COLUMNS,
@@ -32,9 +33,7 @@ _COLUMNS = {
     "job_edges": JOB_EDGE_COLUMNS,
     "graph_errors": ERROR_COLUMNS,
 }
-REJECTED_FROM = " from "  # joins a rejected graph's fingerprint and the file its error row names
 TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
-COLUMNS = ["graph_id", "fingerprint", "rules_version"]
 SCHEMA = "graph_id string, fingerprint string, rules_version string"
 _ROOT = Path(__file__).resolve().parents[2]
 _CODE = ("udfs/spec", "udfs/flink", "udfs/compute", "udfs/errors.py", "pipeline/compute",

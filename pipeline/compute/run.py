@@ -195,7 +195,7 @@ def compute_run(
         known = {} if full else fingerprints.known_fingerprints(spark, output, progress.say)
         if known:
             progress.say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
-        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None, fingerprints.REJECTED_FROM)
+        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(
         summary,
@@ -229,7 +229,6 @@ def compute_run(
     elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(spark.createDataFrame([], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
-    summary.graphs_processed -= summary.graphs_skipped
     if not keep_stream:
         stream = None
     elif ingested is not None:
@@ -447,7 +446,7 @@ def _write_and_count(
     table, when known (no scan of its rows to count them); with them, the summary's
     job_vertices and job_edges are already set."""
     written = list(zip(COMMAND_TABLES["compute"], tables, strict=False))
-    summary.graphs_rejected = tables[3].count()  # the error rows are few and checkpointed
+    _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)
     counts = {
         "rejected": summary.graphs_rejected,
         "skipped": summary.graphs_skipped,
@@ -462,14 +461,13 @@ def _write_and_count(
         )  # fmt: skip
 
     _timed(summary, progress, "delta write", write, spark)
-    _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)
 
 
 def _count_outputs(
     summary: RunSummary, vertices: DataFrame, job_edges: DataFrame, errors: DataFrame, count_tables: bool = True
 ) -> None:
-    summary.graphs_rejected = errors.count()
-    summary.graphs_processed = summary.graphs_in - summary.graphs_rejected
+    summary.graphs_rejected = errors.count()  # the error rows are few and checkpointed
+    summary.graphs_processed = summary.graphs_in - summary.graphs_rejected - summary.graphs_skipped
     if count_tables:
         summary.job_vertices = vertices.count()
         summary.job_edges = job_edges.count()

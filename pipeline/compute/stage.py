@@ -47,7 +47,7 @@ from udfs.compute.batch import (
 from udfs.errors import internal_error_message
 from udfs.spec.batch import ParsedBatch, parse_batch
 from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
-from udfs.spec.fingerprint import spec_fingerprint
+from udfs.spec.fingerprint import REJECTED_FROM, spec_fingerprint
 
 E = TypeVar("E")  # an encoded kind of row: a pandas frame or an Arrow record batch
 
@@ -134,7 +134,6 @@ class Skip:
 
     rules_version: str
     known: Any = None  # a Broadcast of dict[str, str], or a dict; None: nothing known yet
-    rejected_from: str = " from "  # a rejected graph's known value: fingerprint, this, its file
 
     def fingerprints(self) -> dict[str, str]:
         known = self.known.value if hasattr(self.known, "value") else self.known
@@ -185,7 +184,7 @@ def _batch_rows(
             fingerprints["graph_id"].append(graph_id)
             fingerprints["fingerprint"].append(fp)
             held = known.get(graph_id)
-            fingerprints["skipped"].append(held == fp or held == f"{fp}{skip.rejected_from}{source_file}")
+            fingerprints["skipped"].append(held == fp or held == f"{fp}{REJECTED_FROM}{source_file}")
             fingerprints["known"].append(graph_id in known)
             if fingerprints["skipped"][-1]:
                 nodes = obj.get("nodes")

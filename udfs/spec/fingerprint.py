@@ -20,7 +20,11 @@ import orjson
 from udfs.flink.profiles import PROFILE_DIR
 from udfs.spec.contract import ContractError, normalize_version
 
-__all__ = ["profile_digest", "spec_fingerprint"]
+__all__ = ["REJECTED_FROM", "profile_digest", "spec_fingerprint"]
+
+# A rejected graph's known value: its fingerprint, this, and the file its graph_errors row names
+# (pipeline/compute/fingerprints.py builds it, pipeline/compute/stage.py matches it)
+REJECTED_FROM = " from "
 
 
 @cache
