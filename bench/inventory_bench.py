@@ -18,7 +18,6 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.restore_bench import _tree_cpu  # noqa: E402
+from bench.restore_bench import run_timed  # noqa: E402
 
 STATETYPES = ROOT.parent / "shared" / "vectors" / "statetypes"
 
@@ -64,15 +63,7 @@ def main() -> None:
     summary_json = work / "summary.json"
     cmd = [str(ROOT / ".venv" / "bin" / "flink-jobgraph"), "inventory", "--savepoints", str(fleet),
            "--output", str(out), "--summary-json", str(summary_json)]  # fmt: skip
-    seen: dict[int, float] = {}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None:
-        _tree_cpu(proc.pid, seen)
-        time.sleep(0.5)
-    wall = time.perf_counter() - start
-    stderr = proc.stderr.read() if proc.stderr else ""
-    self_cpu = os.times()
+    proc, wall, cpu, stderr = run_timed(cmd)
     summary = json.loads(summary_json.read_text()) if summary_json.exists() else None
     result = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -81,7 +72,7 @@ def main() -> None:
         "distinct_savepoints": len(sources),
         "exit_code": proc.returncode,
         "wall_seconds": round(wall, 1),
-        "cpu_seconds_process_tree": round(sum(seen.values()) + self_cpu.children_user + self_cpu.children_system, 1),
+        "cpu_seconds_process_tree": round(cpu, 1),
         "bytes_in_savepoints": total,
         "bytes_read": summary["bytes_read"] if summary else None,
         "load_average_after": os.getloadavg(),

@@ -71,6 +71,21 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
         stack.extend(children.get(pid, []))
 
 
+def run_timed(cmd: list[str]) -> tuple[subprocess.Popen, float, float, str]:
+    """Run ``cmd`` as one benchmark step: (the finished process, wall seconds, CPU seconds of
+    its process tree sampled from /proc every 0.5 s plus what this process reaped, stderr)."""
+    seen: dict[int, float] = {}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None:
+        _tree_cpu(proc.pid, seen)
+        time.sleep(0.5)
+    wall = time.perf_counter() - start
+    stderr = proc.stderr.read() if proc.stderr else ""
+    self_cpu = os.times()
+    return proc, wall, sum(seen.values()) + self_cpu.children_user + self_cpu.children_system, stderr
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checks", type=int, default=1000, help="number of checks (two per job)")
@@ -88,15 +103,7 @@ def main() -> None:
     ]  # fmt: skip
     if args.no_proof:
         cmd.append("--no-proof")
-    seen: dict[int, float] = {}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None:
-        _tree_cpu(proc.pid, seen)
-        time.sleep(0.5)
-    wall = time.perf_counter() - start
-    stderr = proc.stderr.read() if proc.stderr else ""
-    self_cpu = os.times()
+    proc, wall, cpu, stderr = run_timed(cmd)
     result = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(cmd[1:]),
@@ -106,7 +113,7 @@ def main() -> None:
         "proof": not args.no_proof,
         "exit_code": proc.returncode,
         "wall_seconds": round(wall, 1),
-        "cpu_seconds_process_tree": round(sum(seen.values()) + self_cpu.children_user + self_cpu.children_system, 1),
+        "cpu_seconds_process_tree": round(cpu, 1),
         "load_average_after": os.getloadavg(),
         "summary": json.loads(summary_json.read_text()) if summary_json.exists() else None,
         "stderr_tail": stderr[-2000:],
