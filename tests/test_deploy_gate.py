@@ -36,7 +36,7 @@ def jobs(tmp_path_factory):
     return out
 
 
-def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(jobs, tmp_path, capsys):
+def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(spark, jobs, tmp_path, capsys):
     folder, _ = jobs["sp-2.3-s11-00000"]
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -48,13 +48,19 @@ def test_an_unreadable_savepoint_exits_3_naming_it_and_bad_arguments_exit_2(jobs
     # a mistyped path: ERROR, exit 3, the path named in the printed line and in the report
     typo = folder / "savepoints" / "savepiont-1"
     report = tmp_path / "typo"
+    out = tmp_path / "tables"
     code = main(["check-restore", "--quiet", "--savepoint", str(typo), "--graphs", str(folder / "v2.jsonl"),
-                 "--report", str(report)])  # fmt: skip
+                 "--report", str(report), "--output", str(out)])  # fmt: skip
     printed = capsys.readouterr().out.splitlines()
     assert code == 3, printed
     assert printed[1] == f"  why: unreadable savepoint {typo}: savepoint path does not exist", printed
     check = json.loads(report.with_suffix(".json").read_text())["check"]
     assert check["verdict"] == "ERROR" and check["message"] == printed[1].removeprefix("  why: ")
+    # --output: the tables hold what was printed (without it, nothing is written)
+    rows = spark.read.format("delta").load(str(out / "restore_checks")).collect()
+    assert [(r["check_id"], r["verdict"], r["message"]) for r in rows] == [
+        (check["check_id"], "ERROR", check["message"])
+    ]
     assert main(["check-restore", "--savepoint", str(bad)]) == 2
     assert "needs the new version as --graphs SPEC or as --jar JAR" in capsys.readouterr().err
 

@@ -34,6 +34,10 @@ from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_
 
 T = TypeVar("T")
 
+# The chains step's input rows per partition at most (chain_inputs: chainable edges and
+# shortcuts); the 10k fleet's 1.3M rows keep all of the stage's partitions.
+EDGES_PER_PARTITION = 100_000
+
 
 @dataclass
 class RunSummary(Summary):
@@ -150,6 +154,7 @@ class ComputeRun:
 
     summary: RunSummary
     stream: StreamTables | None = None
+    tables: dict[str, DataFrame] = field(default_factory=dict)  # the run's operators, job_vertices, graph_errors
 
 
 def compute(
@@ -170,7 +175,7 @@ def compute(
 def compute_run(
     spark: SparkSession,
     input_path: str,
-    output: str,
+    output: str | None,
     settings: Settings,
     progress: Progress | None = None,
     keep_stream: bool = False,
@@ -183,7 +188,9 @@ def compute_run(
     ``graph_fingerprints`` hold is not recomputed, its rows stay; the fingerprints of the graphs
     computed are written with the tables. ``full`` recomputes every graph. ``keep_stream``
     (check-restore, whose check needs every graph's stream tables) computes every graph and
-    keeps no fingerprints. An ingested folder has none either (its graphs are rows already)."""
+    keeps no fingerprints. An ingested folder has none either (its graphs are rows already).
+    ``output`` None (one job's deploy gate without ``--output``): nothing is written; the run's
+    tables are in the returned :class:`ComputeRun` as they are with an output."""
     progress = progress or Progress()
     summary = RunSummary()
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
@@ -192,7 +199,7 @@ def compute_run(
     skip = None
     if from_texts and not keep_stream:  # check-restore's graphs: every one computed, no fingerprints kept
         version = fingerprints.rules_version(settings)
-        known = {} if full else fingerprints.known_fingerprints(spark, output, progress.say)
+        known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
         if known:
             progress.say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
         skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
@@ -229,6 +236,7 @@ def compute_run(
     elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(spark.createDataFrame([], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
+    kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if not keep_stream:
         stream = None
     elif ingested is not None:
@@ -236,7 +244,7 @@ def compute_run(
     else:
         stream = stream_tables_of(rows)
         stream.errors = errors
-    return ComputeRun(summary, stream)
+    return ComputeRun(summary, stream, kept)
 
 
 def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataFrame:
@@ -325,7 +333,11 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
 
 def _chains(rows: DataFrame, counts: _Counts, settings: Settings, summary: RunSummary) -> DataFrame:
     """Connected components of the chainable edges plus the walk's head shortcuts (GraphFrames)."""
-    edges = chain_inputs(rows).localCheckpoint(eager=True)  # one pass over all rows
+    # One pass over all rows; partitions sized to the edges (GraphX runs a task per partition
+    # per step of every iteration: 16 partitions of a one-job gate's 12 edges cost more than the
+    # work); coalesce never adds partitions, so a big run keeps the rows' own.
+    n_edges = counts.rows.get("chain_edge", 0) + counts.rows.get("operator", 0)
+    edges = chain_inputs(rows).coalesce(max(1, -(-n_edges // EDGES_PER_PARTITION))).localCheckpoint(eager=True)
     shortcut = F.col("shortcut")
     roots, summary.chain_rounds = chains.member_roots(
         edges.where(~shortcut).select("graph_id", "source", "target"),
@@ -431,7 +443,7 @@ def walk_side(per_graph: DataFrame) -> DataFrame:
 
 def _write_and_count(
     spark: SparkSession,
-    output: str,
+    output: str | None,
     summary: RunSummary,
     progress: Progress,
     tables: list[DataFrame],
@@ -444,7 +456,7 @@ def _write_and_count(
     the output's ``runs`` table (delta_sink.write_run; what a kill or a concurrent run can leave
     is docs/faults.md), then the summary's counts. ``graph_counts``: the graphs with rows in a
     table, when known (no scan of its rows to count them); with them, the summary's
-    job_vertices and job_edges are already set."""
+    job_vertices and job_edges are already set. ``output`` None: counted, not written."""
     written = list(zip(COMMAND_TABLES["compute"], tables, strict=False))
     _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)
     counts = {
@@ -460,7 +472,8 @@ def _write_and_count(
             deletion_vectors=deletion_vectors, counts=counts,
         )  # fmt: skip
 
-    _timed(summary, progress, "delta write", write, spark)
+    if output is not None:
+        _timed(summary, progress, "delta write", write, spark)
 
 
 def _count_outputs(

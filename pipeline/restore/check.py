@@ -80,11 +80,21 @@ class RestoreSummary(Summary):
     graphs: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class RestoreRun:
+    """A check-restore run: its summary and its restore tables (``restore_checks``,
+    ``restore_operator_matches``, ``restore_fixes``, ``restore_state_problems``) as
+    checkpointed DataFrames, which the deploy gate reads its one check from."""
+
+    summary: RestoreSummary
+    tables: dict[str, DataFrame]
+
+
 def check_restore(
     spark: SparkSession,
     graphs_path: str,
     checks_path: str,
-    output: str,
+    output: str | None,
     settings: Settings,
     progress: Progress | None = None,
     prove_fixes: bool = True,
@@ -94,6 +104,22 @@ def check_restore(
     ``graphs_path`` (spec files or an ingested folder); all tables land in ``output``.
     ``target_flink``: decide the state half as if the new jobs ran on this Flink line (the
     upgrade check), unless a manifest line names its own ``target_flink``."""
+    return run_checks(spark, graphs_path, checks_path, output, settings, progress, prove_fixes, target_flink).summary
+
+
+def run_checks(
+    spark: SparkSession,
+    graphs_path: str,
+    checks_path: str,
+    output: str | None,
+    settings: Settings,
+    progress: Progress | None = None,
+    prove_fixes: bool = True,
+    target_flink: str | None = None,
+) -> RestoreRun:
+    """:func:`check_restore`, keeping its restore tables. ``output`` None (the deploy gate
+    without ``--output``): the same run, nothing written -- the checks read the run's own
+    tables, never the output's, either way."""
     progress = progress or Progress()
     summary = RestoreSummary()
     run = compute_run(spark, graphs_path, output, settings, progress, keep_stream=True)
@@ -103,16 +129,17 @@ def check_restore(
     lines = read_manifest(spark, checks_path, target_flink)
     savepoints = _read_savepoints(spark, lines, stream)
     progress.say(f"savepoints read: {len({c.savepoint_path for c in lines if c.savepoint_path})}")
-    checks = _checks_frame(spark, lines, stream, output, savepoints.errors)
-    decided = _decide(spark, checks, savepoints, stream, output, prove_fixes).localCheckpoint(eager=True)
+    checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors)
+    decided = _decide(spark, checks, savepoints, stream, run.tables, prove_fixes).localCheckpoint(eager=True)
     results = _table(decided, "restore_checks", RESTORE_CHECKS_COLUMNS)
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
     problems = _table(decided, "restore_state_problems", STATE_PROBLEMS_COLUMNS)
-    sp_table = _savepoint_operators(spark, lines, savepoints.operators)
-    given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
-    states = savepoint_states(spark, given, savepoints.heads)
-    _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress, settings)
+    if output is not None:
+        sp_table = _savepoint_operators(spark, lines, savepoints.operators)
+        given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
+        states = savepoint_states(spark, given, savepoints.heads)
+        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress, settings)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     spec_fix = F.col("advice_code").isNull() & F.col("fix_code").isNotNull()
@@ -126,7 +153,9 @@ def check_restore(
     ).first()
     (summary.fixes, summary.fixes_verified, summary.fixes_not_proven, summary.problems_without_fix,
      summary.state_advice, summary.proof_rounds) = (int(v or 0) for v in counts)  # fmt: skip
-    return summary
+    tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
+              "restore_state_problems": problems}  # fmt: skip
+    return RestoreRun(summary, tables)
 
 
 def _stream_of(spark: SparkSession, run: ComputeRun, graphs_path: str) -> StreamTables:
@@ -149,7 +178,7 @@ def _read_savepoints(spark: SparkSession, lines: list[CheckLine], stream: Stream
 
 
 def _checks_frame(
-    spark: SparkSession, lines: list[CheckLine], stream: StreamTables, output: str, sp_errors: DataFrame
+    spark: SparkSession, lines: list[CheckLine], stream: StreamTables, errors: DataFrame, sp_errors: DataFrame
 ) -> DataFrame:
     """One row per manifest line with the new graph's Flink line and chaining flag, and the
     reason it cannot be decided (``error``: a bad line, a rejected or unknown graph, a
@@ -163,7 +192,6 @@ def _checks_frame(
         F.col("chaining_enabled").alias("old_chaining_enabled"),
         F.col("flink_version").alias("old_flink_version"),
     )
-    errors = spark.read.format("delta").load(delta_writer.table_path(output, "graph_errors"))
     g_err = errors.groupBy("graph_id").agg(
         F.first(F.concat(F.lit("rejected graph: "), F.col("error_code"), F.lit(": "), F.col("message"))).alias("g_err")
     )
@@ -194,14 +222,19 @@ def _payload(df: DataFrame, kind: str, key: str, cols: list[str]) -> DataFrame:
 
 
 def _decide(
-    spark: SparkSession, checks: DataFrame, savepoints: SavepointTables, stream: StreamTables, output: str, prove: bool
+    spark: SparkSession,
+    checks: DataFrame,
+    savepoints: SavepointTables,
+    stream: StreamTables,
+    computed: dict[str, DataFrame],
+    prove: bool,
 ) -> DataFrame:
-    """(line, table, row JSON) for every check: one grouped pandas UDF over all checks."""
+    """(line, table, row JSON) for every check: one grouped pandas UDF over all checks.
+    ``computed``: the run's own job_vertices and operators (:class:`ComputeRun`)."""
     sp_ops = savepoints.operators
-    read = lambda t: spark.read.format("delta").load(delta_writer.table_path(output, t))  # noqa: E731
     by_graph = (
-        _payload(read("job_vertices"), "vx", "graph_id", VERTEX_FIELDS)
-        .unionByName(_payload(read("operators"), "op", "graph_id", OPERATOR_FIELDS))
+        _payload(computed["job_vertices"], "vx", "graph_id", VERTEX_FIELDS)
+        .unionByName(_payload(computed["operators"], "op", "graph_id", OPERATOR_FIELDS))
         .unionByName(_payload(stream.graphs, "graph", "graph_id", [c for c in GRAPH_COLUMNS if c != "source_file"]))
         .unionByName(_payload(stream.nodes, "node", "graph_id", NODE_COLUMNS))
         .unionByName(_payload(stream.edges, "edge", "graph_id", EDGE_COLUMNS))

@@ -6,8 +6,9 @@ version comes as a spec or as the job's jar (exported on the way, nothing runs),
 as a folder, its ``_metadata``, or the folder a job's savepoints and retained checkpoints land
 in (the newest is taken). It prints each problem with the operator, Flink's message and the fix,
 writes a JUnit XML and a JSON report for the CI system when asked, and exits with a code the
-pipeline can stop on (:data:`EXIT_CODES`). It runs the very same check as the fleet command:
-the tables land in ``--output`` (a temporary folder when none is given).
+pipeline can stop on (:data:`EXIT_CODES`). It runs the very same check as the fleet command
+and reads its rows from the run's own tables; they land in ``--output`` when one is given
+(without it nothing is written: a CI step pays for no Delta commits it would throw away).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def run_gate(
 ) -> GateResult:
     """Lay the one check out as the fleet command takes it (a graphs folder, a one-line
     manifest), run it, and read its rows back."""
-    from pipeline.restore.check import check_restore
+    from pipeline.restore.check import run_checks
 
     start = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-gate-"))
@@ -125,10 +126,9 @@ def run_gate(
     if previous_graph_id:
         check["savepoint_graph_id"] = previous_graph_id
     (work / "checks.jsonl").write_text(json.dumps(check) + "\n")
-    out = output or str(work / "out")
-    check_restore(spark, str(work / "graphs"), str(work / "checks.jsonl"), out, settings, progress,
-                  target_flink=target_flink)  # fmt: skip
-    read = lambda t: spark.read.format("delta").load(f"{out}/{t}").where(F.col("check_id") == check["check_id"])  # noqa: E731
+    run = run_checks(spark, str(work / "graphs"), str(work / "checks.jsonl"), output, settings, progress,
+                     target_flink=target_flink)  # fmt: skip
+    read = lambda t: run.tables[t].where(F.col("check_id") == check["check_id"])  # noqa: E731
     row = read("restore_checks").first()
     result = GateResult(
         check=row.asDict() if row else {"verdict": "ERROR", "message": "no result"},
