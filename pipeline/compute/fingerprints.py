@@ -75,6 +75,30 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
                 if say:
                     say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
                 return {}
+    touched = touched_keys(spark, output, names, "graph_id")
+    tables = read_published(spark, output, [TABLE, "graph_errors"])
+    table = tables[TABLE]
+    if "graph_errors" in tables:  # a rejected graph matches only from the same file: see the docstring
+        errors = tables["graph_errors"].select("graph_id", "source_file")
+        table = table.join(errors, "graph_id", "left").select(
+            "graph_id",
+            F.when(F.col("source_file").isNull(), F.col("fingerprint"))
+            .otherwise(F.concat_ws(REJECTED_FROM, "fingerprint", "source_file"))
+            .alias("fingerprint"),
+        )
+    if touched is not None:
+        if say:
+            say(f"the output holds commits of a run that did not publish (killed, or still running): "
+                f"its {touched.count()} graphs are computed again")  # fmt: skip
+        table = table.join(touched, "graph_id", "left_anti")
+    return {r["graph_id"]: r["fingerprint"] for r in table.select("graph_id", "fingerprint").collect()}
+
+
+def touched_keys(spark: SparkSession, output: str, names: list[str], key: str) -> DataFrame | None:
+    """The ``key`` values (graph or check ids) whose rows, in any of the tables ``names``, differ
+    between the latest version and the published view (:func:`published_versions`): what
+    commits of a run that did not publish (killed, or still running) wrote; None when there are
+    none. Their published fingerprints describe rows the tables no longer hold."""
     cut = published_versions(spark, output, names)
     touched = None
     for name in names:
@@ -90,25 +114,9 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
             if cut.get(name) is None
             else spark.read.format("delta").option("versionAsOf", cut[name]).load(path)
         )
-        ids = now.exceptAll(then).unionByName(then.exceptAll(now)).select("graph_id")
+        ids = now.exceptAll(then).unionByName(then.exceptAll(now)).select(key)
         touched = ids if touched is None else touched.unionByName(ids)
-    tables = read_published(spark, output, [TABLE, "graph_errors"])
-    table = tables[TABLE]
-    if "graph_errors" in tables:  # a rejected graph matches only from the same file: see the docstring
-        errors = tables["graph_errors"].select("graph_id", "source_file")
-        table = table.join(errors, "graph_id", "left").select(
-            "graph_id",
-            F.when(F.col("source_file").isNull(), F.col("fingerprint"))
-            .otherwise(F.concat_ws(REJECTED_FROM, "fingerprint", "source_file"))
-            .alias("fingerprint"),
-        )
-    if touched is not None:
-        touched = touched.distinct().localCheckpoint(eager=True)
-        if say:
-            say(f"the output holds commits of a run that did not publish (killed, or still running): "
-                f"its {touched.count()} graphs are computed again")  # fmt: skip
-        table = table.join(touched, "graph_id", "left_anti")
-    return {r["graph_id"]: r["fingerprint"] for r in table.select("graph_id", "fingerprint").collect()}
+    return None if touched is None else touched.distinct().localCheckpoint(eager=True)
 
 
 def rows(fingerprint_rows: DataFrame, version: str) -> DataFrame:

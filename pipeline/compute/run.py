@@ -154,7 +154,8 @@ class ComputeRun:
 
     summary: RunSummary
     stream: StreamTables | None = None
-    tables: dict[str, DataFrame] = field(default_factory=dict)  # the run's operators, job_vertices, graph_errors
+    # the run's operators, job_vertices, job_edges, graph_errors (and graph_fingerprints from texts)
+    tables: dict[str, DataFrame] = field(default_factory=dict)
 
 
 def compute(
@@ -188,7 +189,8 @@ def compute_run(
     ``graph_fingerprints`` hold is not recomputed, its rows stay; the fingerprints of the graphs
     computed are written with the tables. ``full`` recomputes every graph. ``keep_stream``
     (check-restore, whose check needs every graph's stream tables) computes every graph and
-    keeps no fingerprints. An ingested folder has none either (its graphs are rows already).
+    writes no graph_fingerprints: it returns them, to key its checks by. An ingested folder has
+    none either (its graphs are rows already).
     ``output`` None (one job's deploy gate without ``--output``): nothing is written; the run's
     tables are in the returned :class:`ComputeRun` as they are with an output."""
     progress = progress or Progress()
@@ -197,7 +199,9 @@ def compute_run(
     ingested = None if from_texts else read_ingested(spark, input_path)
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
     skip = None
-    if from_texts and not keep_stream:  # check-restore's graphs: every one computed, no fingerprints kept
+    if from_texts and keep_stream:  # check-restore's graphs: every one computed, fingerprinted for its checks
+        skip = fused.Skip(fingerprints.rules_version(settings), None)
+    elif from_texts:
         version = fingerprints.rules_version(settings)
         known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
         if known:
@@ -231,12 +235,15 @@ def compute_run(
         }
     run_ids = _run_ids(spark, counts, rejected)
     tables = [operators, vertices, job_edges, errors]
-    if skip is not None:
-        tables.append(fingerprints.rows(FUSED_ROWS.rows(rows, "fingerprint"), skip.rules_version))
+    graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
+    if graph_fps is not None and not keep_stream:
+        tables.append(fingerprints.rows(graph_fps, skip.rules_version))
     elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(spark.createDataFrame([], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
+    if graph_fps is not None:
+        kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint")
     if not keep_stream:
         stream = None
     elif ingested is not None:

@@ -33,8 +33,15 @@ from pyspark.sql import functions as F
 
 from pipeline.compute.run import ComputeRun, Progress, compute_run, read_ingested
 from pipeline.options import Summary
+from pipeline.restore import incremental
 from pipeline.restore.manifest import CheckLine, read_manifest
-from pipeline.restore.savepoints import HEAD_COLUMNS, SavepointTables, read_savepoint_tables, savepoint_states
+from pipeline.restore.savepoints import (
+    HEAD_COLUMNS,
+    SavepointTables,
+    read_savepoint_tables,
+    resolve_metadata_files,
+    savepoint_states,
+)
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import (
@@ -77,6 +84,7 @@ class RestoreSummary(Summary):
     problems_without_fix: int = 0
     state_advice: int = 0
     proof_rounds: int = 0
+    checks_unchanged: int = 0  # inputs as the output's published run decided them: not decided again
     graphs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,12 +107,17 @@ def check_restore(
     progress: Progress | None = None,
     prove_fixes: bool = True,
     target_flink: str | None = None,
+    full: bool = False,
 ) -> RestoreSummary:
     """Decide every check of the manifest at ``checks_path`` against the graphs under
     ``graphs_path`` (spec files or an ingested folder); all tables land in ``output``.
     ``target_flink``: decide the state half as if the new jobs ran on this Flink line (the
-    upgrade check), unless a manifest line names its own ``target_flink``."""
-    return run_checks(spark, graphs_path, checks_path, output, settings, progress, prove_fixes, target_flink).summary
+    upgrade check), unless a manifest line names its own ``target_flink``. Incremental unless
+    ``full``: a check whose inputs are unchanged since the output's published run is not
+    decided again (:mod:`pipeline.restore.incremental`)."""
+    return run_checks(
+        spark, graphs_path, checks_path, output, settings, progress, prove_fixes, target_flink, full
+    ).summary
 
 
 def run_checks(
@@ -116,6 +129,7 @@ def run_checks(
     progress: Progress | None = None,
     prove_fixes: bool = True,
     target_flink: str | None = None,
+    full: bool = False,
 ) -> RestoreRun:
     """:func:`check_restore`, keeping its restore tables. ``output`` None (the deploy gate
     without ``--output``): the same run, nothing written -- the checks read the run's own
@@ -127,6 +141,15 @@ def run_checks(
     summary.graphs = {"in": s.graphs_in, "processed": s.graphs_processed, "rejected": s.graphs_rejected}
     stream = _stream_of(spark, run, graphs_path)
     lines = read_manifest(spark, checks_path, target_flink)
+    fps: dict[str, str | None] = {}
+    if output is not None:
+        fps = _check_fingerprints(spark, lines, run, settings, prove_fixes)
+        known = {} if full else incremental.known_checks(spark, output, progress.say)
+        decide = [c for c in lines if fps[c.line] is None or known.get(c.check_id) != fps[c.line]]
+        summary.checks_unchanged = len(lines) - len(decide)
+        if known:
+            progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
+        lines = decide
     savepoints = _read_savepoints(spark, lines, stream)
     progress.say(f"savepoints read: {len({c.savepoint_path for c in lines if c.savepoint_path})}")
     checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors)
@@ -139,7 +162,10 @@ def run_checks(
         sp_table = _savepoint_operators(spark, lines, savepoints.operators)
         given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
         states = savepoint_states(spark, given, savepoints.heads)
-        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, progress, settings)
+        version = incremental.restore_rules_version(settings, prove_fixes)
+        fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
+        check_fps = spark.createDataFrame(fp_rows, incremental.SCHEMA)
+        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     spec_fix = F.col("advice_code").isNull() & F.col("fix_code").isNotNull()
@@ -156,6 +182,27 @@ def run_checks(
     tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
               "restore_state_problems": problems}  # fmt: skip
     return RestoreRun(summary, tables)
+
+
+def _check_fingerprints(
+    spark: SparkSession, lines: list[CheckLine], run: ComputeRun, settings: Settings, prove_fixes: bool
+) -> dict[str, str | None]:
+    """Per manifest line (its ``line``), the check's fingerprint (:mod:`pipeline.restore.incremental`):
+    the savepoints listed once on the driver, the graphs' spec fingerprints from the run (a
+    graph_id read twice has none: its checks are decided every run)."""
+    identity: dict[str, str] = {}
+    paths = sorted({c.savepoint_path for c in lines if c.savepoint_path and c.error is None})
+    resolve_metadata_files(spark, paths, identity)
+    graphs: dict[str, str] = {}
+    seen: set[str] = set()
+    if "graph_fingerprints" in run.tables:
+        for gid, fp in run.tables["graph_fingerprints"].collect():
+            graphs.pop(gid, None) if gid in seen else graphs.__setitem__(gid, fp)
+            seen.add(gid)
+    version = incremental.restore_rules_version(settings, prove_fixes)
+    return {
+        c.line: incremental.check_fingerprint(c, identity.get(c.savepoint_path or ""), graphs, version) for c in lines
+    }
 
 
 def _stream_of(spark: SparkSession, run: ComputeRun, graphs_path: str) -> StreamTables:
@@ -310,6 +357,7 @@ def _write(
     problems: DataFrame,
     sp_table: DataFrame,
     states: DataFrame,
+    check_fps: DataFrame,
     progress: Progress,
     settings: Settings,
 ) -> None:
@@ -326,6 +374,7 @@ def _write(
         delta_writer.TableWrite("restore_operator_matches", matches, key="check_id"),
         delta_writer.TableWrite("restore_fixes", fixes, key="check_id"),
         delta_writer.TableWrite("restore_state_problems", problems, key="check_id"),
+        delta_writer.TableWrite(incremental.TABLE, check_fps, key="check_id"),
     ]
     delta_writer.write_run(
         spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors

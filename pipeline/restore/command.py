@@ -40,6 +40,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--output", help="folder that holds one Delta table per sub-folder (one job: optional)")
     c.add_argument("--no-proof", action="store_true", help="propose fixes without recomputing the patched graphs")
     c.add_argument(
+        "--full",
+        action="store_true",
+        help="decide every check again (by default a check whose manifest line, savepoint _metadata and graphs "
+        "are unchanged since the last run on --output keeps its rows)",
+    )
+    c.add_argument(
         "--target-flink",
         metavar="LINE",
         help="decide the state half as if the new jobs ran on this Flink line, e.g. 2.3 for the 1.x -> 2.x "
@@ -88,15 +94,17 @@ def run(args: argparse.Namespace) -> int:
 
     def body(spark, settings, progress):
         return check_restore(
-            spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink
-        )
+            spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink,
+            args.full,
+        )  # fmt: skip
 
     s, code = run_command(args, "check-restore", body, (InputError,))
     if s is None:
         return code
     verdicts = ", ".join(f"{k}={v}" for k, v in sorted(s.verdicts.items()))
+    unchanged = f"; {s.checks_unchanged} unchanged, not decided again" if s.checks_unchanged else ""
     print(
-        f"check-restore: {s.checks} checks ({verdicts}); fixes: {s.fixes_verified} proven, "
+        f"check-restore: {s.checks} checks ({verdicts}){unchanged}; fixes: {s.fixes_verified} proven, "
         f"{s.fixes_not_proven} not proven, {s.problems_without_fix} problems without a fix; "
         f"{s.state_advice} state advice -> {args.output}"
     )

@@ -126,8 +126,9 @@ def run_gate(
     if previous_graph_id:
         check["savepoint_graph_id"] = previous_graph_id
     (work / "checks.jsonl").write_text(json.dumps(check) + "\n")
+    # full: the gate reads its check's rows from this run, so the check is always decided
     run = run_checks(spark, str(work / "graphs"), str(work / "checks.jsonl"), output, settings, progress,
-                     target_flink=target_flink)  # fmt: skip
+                     target_flink=target_flink, full=True)  # fmt: skip
     read = lambda t: run.tables[t].where(F.col("check_id") == check["check_id"])  # noqa: E731
     row = read("restore_checks").first()
     result = GateResult(

@@ -290,11 +290,15 @@ def _parse_files(
     return run
 
 
-def resolve_metadata_files(spark: SparkSession, paths: Sequence[str]) -> tuple[dict[str, list[str]], list[dict]]:
+def resolve_metadata_files(
+    spark: SparkSession, paths: Sequence[str], identity: dict[str, str] | None = None
+) -> tuple[dict[str, list[str]], list[dict]]:
     """Given path -> its ``_metadata`` file URI, and error rows.
 
     A folder must hold ``_metadata`` directly (Flink's savepoint and ``chk-N`` layout); a file is
-    read whatever its name (it may be a renamed copy of a ``_metadata``).
+    read whatever its name (it may be a renamed copy of a ``_metadata``). ``identity``, when
+    given, gets per resolved path the file as the filesystem lists it (URI, length,
+    modification time): what an incremental check-restore compares (pipeline/restore/incremental.py).
     """
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
@@ -323,6 +327,8 @@ def resolve_metadata_files(spark: SparkSession, paths: Sequence[str]) -> tuple[d
                 )
                 continue
             files.setdefault(status.getPath().toString(), []).append(given)
+            if identity is not None:
+                identity[given] = f"{status.getPath().toString()} {status.getLen()} {status.getModificationTime()}"
         except Exception as e:  # an unknown scheme or a bad URI: that savepoint only
             errors.append(_error(given, None, f"cannot open savepoint path: {_java_message(e)}"))
     return files, errors

@@ -47,6 +47,7 @@ COMMAND_TABLES: dict[str, tuple[str, ...]] = {
         "restore_operator_matches",
         "restore_fixes",
         "restore_state_problems",
+        "check_fingerprints",
     ),
 }
 

@@ -196,9 +196,12 @@ def _unchanged(spark: SparkSession, output: str, table: str, *_args: object) -> 
     return TableCommit(int(DeltaTable.forPath(spark, table_path(output, table)).history(1).first()["version"]), 0, 1)
 
 
-def replace_graphs(spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame) -> TableCommit:
-    """One table's replace, untagged and unpublished (for callers that write a single table)."""
-    return _replace_with_retry(spark, output, table, rows, run_ids, None, None)
+def replace_graphs(
+    spark: SparkSession, output: str, table: str, rows: DataFrame, run_ids: DataFrame, key: str = "graph_id"
+) -> TableCommit:
+    """One table's replace by ``key``, unpublished, tagged as the session's user metadata says
+    (for callers that write a single table)."""
+    return _replace_with_retry(spark, output, table, rows, run_ids, None, None, key=key)
 
 
 def _replace_with_retry(
