@@ -1,6 +1,6 @@
 """One job's deploy gate, timed as a CI step runs it: a fresh process from command to verdict.
 
-    python bench/gate_bench.py [--runs 5] [--case sp-2.3-s11-00057] [--jar-args '...']
+    python bench/gate_bench.py [--runs 5] [--vs REV] [--case sp-2.3-s11-00057] [--jar-args '...']
 
 The job: a real Flink 2.3 savepoint and its real edited job from
 ../shared/vectors/restore/savepoint-2.3-s11 (the case README's gate example uses), laid out as
@@ -8,17 +8,26 @@ a CI job has them (the savepoint folder, the new version's spec, the old one's).
 ``flink-jobgraph check-restore --savepoint DIR --graphs v2.jsonl --previous-graphs v1.json
 --report R`` in a new process, as a pipeline step starts it; its wall seconds and the CPU
 seconds of its whole process tree (the Python front end, Spark's JVM, the Python workers),
-sampled from /proc, and the exit code (1: the case fails to restore). ``--jar-args`` times
-the same from a jar instead (``--jar J --main-class C --flink L``: the export on the way).
+sampled from /proc, the exit code (1: the case fails to restore), and the stage times the run
+prints (read+compute, chains, ...; "before stages" is process start to the first stage: Python
+imports and Spark's start). ``--jar-args`` times the same from a jar instead (``--jar J
+--main-class C --flink L``: the export on the way).
 
-Writes bench/results/<timestamp>-gate.json and prints one line per run and the median.
+``--vs REV`` alternates each run with the code of git revision REV (A B A B ...: the machine's
+drift hits both alike) and prints the ratio A/B pair by pair. Both run from snapshots of
+pipeline/, udfs/ and conf/ under bench/tmp/, so edits during the runs change neither.
+
+Writes bench/results/<timestamp>-gate.json and prints one line per run and the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,9 +36,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_bench import RESULTS, ROOT, MemorySampler  # noqa: E402
+from restore_bench import run_timed  # noqa: E402
+from run_bench import RESULTS, ROOT, TMP  # noqa: E402
 
 VECTORS = ROOT.parent / "shared" / "vectors" / "restore" / "savepoint-2.3-s11"
+_STAGE = re.compile(r"^\[\s*([\d.]+)s\] ([a-z+ ]+): ([\d.]+)s$")
+CODE = ("pipeline", "udfs", "conf")
 
 
 def _layout(case_id: str, folder: Path) -> list[str]:
@@ -47,40 +59,84 @@ def _layout(case_id: str, folder: Path) -> list[str]:
             "--previous-graphs", str(folder / "v1.json")]  # fmt: skip
 
 
+def _snapshot(rev: str | None, dest: Path) -> str:
+    """pipeline/, udfs/ and conf/ of ``rev`` (None: the working tree) copied to ``dest``; the
+    revision's short hash (or 'working tree')."""
+    if rev is None:
+        for d in CODE:
+            shutil.copytree(ROOT / d, dest / d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        return "working tree"
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *CODE], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def _one(code: Path, check: list[str], report: Path) -> dict:
+    # pyspark.daemon runs with -m: the workers' sys.path starts with the working directory
+    env = dict(os.environ, PYTHONPATH=str(code), FLINK_JOBGRAPH_JARS=str(ROOT / ".cache" / "jars"))
+    cmd = [sys.executable, "-m", "pipeline.cli", "check-restore", *check, "--report", str(report)]
+    proc, wall, cpu, stderr = run_timed(cmd, env=env, cwd=code)
+    stages: dict[str, float] = {}
+    first_at = None
+    for line in stderr.splitlines():
+        m = _STAGE.match(line.strip())
+        if m:
+            at, name, secs = float(m[1]), m[2].strip(), float(m[3])
+            stages[name] = stages.get(name, 0.0) + secs
+            first_at = first_at if first_at is not None else at - secs
+    verdict = json.loads(report.with_suffix(".json").read_text())["check"]["verdict"] if report.with_suffix(
+        ".json").exists() else None  # fmt: skip
+    row = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 1), "exit": proc.returncode, "verdict": verdict,
+           "stages_s": {k: round(v, 2) for k, v in stages.items()}}  # fmt: skip
+    if first_at is not None:
+        row["stages_s"]["progress starts at"] = round(first_at, 2)
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--vs", metavar="REV", help="alternate with the code of this git revision")
     ap.add_argument("--case", default="sp-2.3-s11-00057")
     ap.add_argument("--jar-args", default="", help="time from a jar: '--jar J --main-class C --flink L --savepoint S'")
     args = ap.parse_args(argv)
-    exe = str(ROOT / ".venv" / "bin" / "flink-jobgraph")
-    runs = []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    variants = {"A": None} | ({"B": args.vs} if args.vs else {})
+    codes, labels = {}, {}
+    for name, rev in variants.items():
+        codes[name] = TMP / f"gate-{stamp}-{name}"
+        labels[name] = _snapshot(rev, codes[name])
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         check = shlex.split(args.jar_args) if args.jar_args else _layout(args.case, folder)
         for i in range(args.runs):
-            mem = MemorySampler(interval=0.2)
-            mem.start()
-            t0 = time.perf_counter()
-            cmd = [exe, "check-restore", "--quiet", *check, "--report", str(folder / f"report-{i}")]
-            p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-            wall = time.perf_counter() - t0
-            mem.stop()
-            row = {"wall_s": round(wall, 2), "cpu_s": round(mem.tree_cpu(), 1), "exit": p.returncode,
-                   "verdict": (p.stdout.splitlines() or [""])[0][:100]}  # fmt: skip
-            runs.append(row)
-            print(json.dumps(row), flush=True)
-    walls = [r["wall_s"] for r in runs]
-    result = {
-        "case": args.case if not args.jar_args else args.jar_args,
-        "runs": runs,
-        "wall_median_s": statistics.median(walls),
-        "load_after": open("/proc/loadavg").read().split()[:3],
-    }
+            for name in variants:
+                row = _one(codes[name], check, folder / f"report-{name}-{i}")
+                runs[name].append(row)
+                print(json.dumps({"variant": name, **row}), flush=True)
+    for code in codes.values():
+        shutil.rmtree(code, ignore_errors=True)
+    result: dict = {"case": args.case if not args.jar_args else args.jar_args, "variants": labels, "runs": runs}
+    for name in variants:
+        walls = [r["wall_s"] for r in runs[name]]
+        result[f"{name}_wall_median_s"] = statistics.median(walls)
+        result[f"{name}_cpu_median_s"] = statistics.median(r["cpu_s"] for r in runs[name])
+    if args.vs:
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(runs["A"], runs["B"], strict=True)]
+        result["A/B_wall_ratios"] = [round(r, 3) for r in ratios]
+        result["A/B_wall_ratio_median"] = round(statistics.median(ratios), 3)
+    result["load_after"] = open("/proc/loadavg").read().split()[:3]
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}-gate.json"
+    path = RESULTS / f"{stamp}-gate.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"median wall {result['wall_median_s']} s over {len(walls)} runs -> {path.relative_to(ROOT)}")
+    summary = ", ".join(f"{n} ({labels[n]}) wall {result[f'{n}_wall_median_s']} s, cpu {result[f'{n}_cpu_median_s']} s"
+                        for n in variants)  # fmt: skip
+    if args.vs:
+        summary += f"; A/B wall median {result['A/B_wall_ratio_median']}"
+    print(f"medians over {args.runs} runs: {summary} -> {path.relative_to(ROOT)}")
     return 0
 
 

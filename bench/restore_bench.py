@@ -71,12 +71,14 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
         stack.extend(children.get(pid, []))
 
 
-def run_timed(cmd: list[str]) -> tuple[subprocess.Popen, float, float, str]:
+def run_timed(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None
+) -> tuple[subprocess.Popen, float, float, str]:
     """Run ``cmd`` as one benchmark step: (the finished process, wall seconds, CPU seconds of
     its process tree sampled from /proc every 0.5 s plus what this process reaped, stderr)."""
     seen: dict[int, float] = {}
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     while proc.poll() is None:
         _tree_cpu(proc.pid, seen)
         time.sleep(0.5)
