@@ -268,7 +268,8 @@ h2 { font-size: 17px; margin: 18px 0 6px 0; } h3 { font-size: 14px; margin: 6px 
 table.counts, table.checks { border-collapse: collapse; font-size: 13px; background: white; }
 table.counts td, table.counts th, table.checks td, table.checks th {
   border: 1px solid #d5dde8; padding: 4px 8px; text-align: left; vertical-align: top; }
-table.checks td.message { max-width: 40em; } table.checks td { overflow-wrap: anywhere; }
+table.checks td { overflow-wrap: anywhere; } table.checks td.failure { min-width: 14em; max-width: 16em; }
+table.checks td.message { min-width: 24em; max-width: 40em; }
 table.checks td.check-id, table.checks td.job { min-width: 11em; max-width: 22em; }
 tr.check.fails td.status { color: #c62828; font-weight: bold; } tr.check.error td.status { color: #8e5b00; }
 tr.check.restores td.status { color: #2e7d32; }
