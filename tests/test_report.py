@@ -136,8 +136,11 @@ def test_a_failing_job_opens_its_diff_with_the_lost_operator_marked(browser, tab
         assert b.js(f"[...{section}.querySelectorAll('table.changes tr.failing code')].map((c) => c.textContent)"
                     f".includes('{op}')")  # fmt: skip
     # the diff's search finds it (the panel's own node, though the new version has vertices with the same IDs)
-    hits = b.js(f"{old_side}.flinkJobGraph.find('{lost[0]}')")
-    assert hits == 1
+    box = b.js(f"(() => {{ const r = {old_side}.querySelector('.tools input').getBoundingClientRect();"
+               " return [r.left + r.width / 2, r.top + r.height / 2]; })()")  # fmt: skip
+    b.click(*box)
+    b.type(lost[0])
+    b.key("Enter", 13)
     assert b.js(f"{old_side}.querySelector('.tools .hits').textContent") == "1 of 1"
     assert lost[0] in b.js(f"{old_side}.querySelector('g.node.current').textContent")
     # the checks' filter
@@ -168,3 +171,19 @@ def test_every_text_from_the_tables_is_escaped() -> None:
     html = report_page(nasty, nasty, [check], [], [nasty])
     assert "<script>alert" not in html and html.count("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") >= 9
     assert html.count("<script>") == 2  # the viewer's and the report's, nothing else
+
+
+def test_a_large_fleet_lists_its_worst_checks_and_counts_all() -> None:
+    """Past ``max_rows`` the list stops (the least bad go) and says what it does not list; the counts
+    still cover every check."""
+    import re
+
+    checks = [CheckLine(f"c{i}", "sp", f"job@v{i}", v, decidable=d)
+              for i, (v, d) in enumerate([("RESTORES", True), ("FAILS", True), ("RESTORES", False), ("ERROR", None),
+                                          ("RESTORES", True)])]  # fmt: skip
+    html = report_page("fleet", "", checks, [], max_rows=2)
+    assert re.findall(r'<tr class="check [a-z_]+" data-status="(\w+)"', html) == ["FAILS", "ERROR"]
+    assert "Listed: the 2 worst of 5 checks. Not listed (counted above): 1 NOT_DECIDABLE, 2 RESTORES." in html
+    tiles = dict(re.findall(r'data-status="(\w+)" title="[^"]*"><span class="n">(\d+)', html))
+    assert tiles == {"FAILS": "1", "ERROR": "1", "NOT_DECIDABLE": "1", "RESTORES": "2"}
+    assert "<p>No job drawn.</p>" in html

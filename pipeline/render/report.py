@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.options import Summary
@@ -34,6 +34,7 @@ from pipeline.tables import delta_writer as delta_sink
 from udfs.render.layout import Changes, JobGraph, compare_changes, to_dot
 from udfs.render.report import (
     DEFAULT_MAX_DIFFS,
+    DEFAULT_MAX_ROWS,
     FAILS,
     CheckLine,
     DiffSection,
@@ -74,8 +75,10 @@ def report(
     to: str,
     max_diffs: int = DEFAULT_MAX_DIFFS,
     progress: Progress | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
 ) -> ReportSummary:
-    """Write the fleet report of the checks in ``output`` to ``to``."""
+    """Write the fleet report of the checks in ``output`` to ``to``: every check counted, the
+    ``max_rows`` worst listed, the ``max_diffs`` worst failing job version pairs drawn."""
     progress = progress or Progress(enabled=False)
     tables = _Tables(spark, output)
     if tables.get("restore_checks") is None:
@@ -97,7 +100,9 @@ def report(
             f"{len(left_out)} failing job version pair(s) are not drawn (more than --max-diffs {max_diffs}; "
             f"the worst are drawn): {', '.join(left_out[:20])}{' ...' if len(left_out) > 20 else ''}"
         )
-    page = report_page(f"Restore checks: {output}", f"from {output} (flink-jobgraph report)", checks, diffs, notes)
+    page = report_page(
+        f"Restore checks: {output}", f"from {output} (flink-jobgraph report)", checks, diffs, notes, max_rows
+    )
     path = Path(to)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
@@ -172,7 +177,7 @@ def _check_lines(tables: _Tables) -> tuple[list[CheckLine], dict[str, dict[str, 
     return out, lost
 
 
-def _fix_line(f) -> FixLine:  # noqa: ANN001 (a restore_fixes Row)
+def _fix_line(f: Row) -> FixLine:
     """A fix row as the report lists it: the code on the operator it goes on, and its proof."""
     on = f.counterpart_name or f.old_name
     about = f" on {on!r}" if on and f.advice_code is None else ""

@@ -27,6 +27,7 @@ from udfs.render import layout, viewer
 
 __all__ = [
     "DEFAULT_MAX_DIFFS",
+    "DEFAULT_MAX_ROWS",
     "CheckLine",
     "DiffSection",
     "FixLine",
@@ -41,6 +42,8 @@ __all__ = [
 # Job sections drawn at most (the worst first): each holds two inline SVGs, so a page of a
 # thousand failing jobs would run to hundreds of MB; the page lists the pairs left out.
 DEFAULT_MAX_DIFFS = 50
+# Checks listed at most (the worst first; the counts always cover all): about 1 kB of page each.
+DEFAULT_MAX_ROWS = 5000
 FAILS, ERROR, NOT_DECIDABLE, RESTORES = "FAILS", "ERROR", "NOT_DECIDABLE", "RESTORES"
 # Worst first. NOT_DECIDABLE is a RESTORES row with decidable = false (restore_checks keeps three verdicts).
 STATUS_ORDER = (FAILS, ERROR, NOT_DECIDABLE, RESTORES)
@@ -325,11 +328,25 @@ _SCRIPT = r"""
 
 
 def report_page(
-    title: str, note: str, checks: list[CheckLine], diffs: list[DiffSection], left_out: Sequence[str] = ()
+    title: str,
+    note: str,
+    checks: list[CheckLine],
+    diffs: list[DiffSection],
+    left_out: Sequence[str] = (),
+    max_rows: int = DEFAULT_MAX_ROWS,
 ) -> str:
-    """The whole page: the fleet, the checks worst first, the job sections; ``left_out``: what
-    the page does not hold, and why (said above the sections)."""
+    """The whole page: the fleet, the checks worst first (at most ``max_rows``, the page saying how
+    many of which status it does not list), the job sections; ``left_out``: the job sections the
+    page does not hold, and why (said above the sections)."""
     ordered = worst_first(checks)
+    unlisted = Counter(c.status for c in ordered[max_rows:])
+    unlisted_html = (
+        f'<p class="left-out">Listed: the {max_rows} worst of {len(ordered)} checks. Not listed (counted above): '
+        + ", ".join(f"{n} {_e(s)}" for s, n in sorted(unlisted.items(), key=lambda kv: _rank(kv[0])))
+        + ".</p>"
+        if unlisted
+        else ""
+    )
     statuses = [s for s in STATUS_ORDER if any(c.status == s for c in ordered)]
     options = '<option value="">all</option>' + "".join(f"<option>{s}</option>" for s in statuses)
     checks_html = (
@@ -338,8 +355,9 @@ def report_page(
         '<span class="shown"></span></div>'
         '<table class="checks"><tr><th>#</th><th>status</th><th>check</th><th>job (its diff)</th><th>failure</th>'
         "<th>operator</th><th>Flink's message</th><th>fix</th></tr>"
-        + "".join(_check_row(i, c) for i, c in enumerate(ordered, 1))
+        + "".join(_check_row(i, c) for i, c in enumerate(ordered[:max_rows], 1))
         + "</table>"
+        + unlisted_html
     )
     left = "".join(f'<p class="left-out">{_e(t)}</p>' for t in left_out)
     sections = (
@@ -348,6 +366,8 @@ def report_page(
         f"{_e(layout.FAILING_MARK)}(darker), operators whose ID changed highlighted. Opens on a click.</p>"
         + _sections(diffs)
         if diffs
+        else "<p>No job drawn.</p>"
+        if any(c.status == FAILS for c in ordered)
         else "<p>No job to draw: no check fails.</p>"
     )
     return (
