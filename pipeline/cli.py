@@ -24,6 +24,10 @@ tables written under --output (Delta, one sub-folder each):
   compute:       operators, job_vertices, job_edges, graph_errors, runs
   ingest:        stream_graphs, stream_nodes, stream_edges, graph_errors, runs
   check-restore: compute's, savepoint_operators, restore_checks, restore_operator_matches, restore_fixes
+
+pages (self-contained HTML, read from those tables):
+  render --output out/ --graph-id ID [--compare OTHER] --to page.html
+  report --output out/ --to report.html   (the fleet's restore checks, each failing job's diff)
 """
 
 
@@ -40,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     compute_command.add_parsers(sub)
     restore_command.add_parser(sub)
     export_command.add_parser(sub).set_defaults(run=export_command.run)
-    render_command.add_parser(sub)
+    render_command.add_parsers(sub)
     p.add_argument("--version", action="version", version=f"flink-jobgraph {__version__}")
     return p
 

@@ -1,7 +1,10 @@
-"""One SparkSession for the whole test run: local[2], few shuffle partitions, real Delta."""
+"""One SparkSession for the whole test run: local[2], few shuffle partitions, real Delta; and the
+runs several test files read (all known-answer files computed once; one ``check-restore`` over
+the real restore cases)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -14,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 VECTORS = SHARED / "vectors"
 GOLDEN = ROOT / "tests" / "golden"
+RESTORE_VECTORS = VECTORS / "restore"  # real savepoints of Flink 1.20.5 and 2.3.0 and what Flink did
+RESTORE_LINES = ("1.20", "2.3")
 EXAMPLES = ROOT / "conformance" / "examples"  # Flink's own example programs (scripts/flink_examples.py)
 
 
@@ -63,3 +68,50 @@ def assert_file_matches_flink(spark, out: str, path: Path) -> None:
 def conformance_run(spark, settings, tmp_path_factory):
     """All known-answer files computed in ONE pipeline run (the expensive part of CI)."""
     return compute_files(spark, settings, vector_files(), tmp_path_factory.mktemp("conformance"), progress=True)
+
+
+def restore_cases(line: str) -> tuple[list[dict], dict[str, bytes]]:
+    """The real restore cases of one Flink line and their ``_metadata`` files by name."""
+    from devtools import restore_cases as rc
+
+    base = RESTORE_VECTORS / f"savepoint-{line}-s11"
+    return rc.read_cases(f"{base}.jsonl.gz"), rc.read_metadata_tar(f"{base}-metadata.tar.gz")
+
+
+@pytest.fixture(scope="session")
+def all_cases() -> tuple[list[dict], dict[str, bytes]]:
+    cases, metadata = [], {}
+    for line in RESTORE_LINES:
+        c, m = restore_cases(line)
+        cases += c
+        metadata.update(m)
+    return cases, metadata
+
+
+@pytest.fixture(scope="session")
+def restore_run(spark, settings, tmp_path_factory, all_cases):
+    """One check-restore over the 120 cases (240 checks) + an unreadable savepoint + an unknown graph
+    (test_restore_check.py checks its tables against Flink; test_report.py draws them)."""
+    from devtools import restore_cases as rc
+    from pipeline.restore.check import check_restore
+
+    cases, metadata = all_cases
+    folder = rc.write_case_fleet(cases, metadata, tmp_path_factory.mktemp("fleet"))
+    # A job whose savepoint-taking version is not among the graphs (query 13's subject). Case N of
+    # both lines is the same program (same IDs), so both v1s go.
+    orphan = cases[60]
+    gone = {orphan["v1"]["graph_id"], cases[0]["v1"]["graph_id"]}
+    lines = (folder / "graphs" / "graphs.jsonl").read_text().splitlines()
+    keep = [ln for ln in lines if json.loads(ln)["graph_id"] not in gone]
+    (folder / "graphs" / "graphs.jsonl").write_text("\n".join(keep) + "\n")
+    (folder / "bad").mkdir()
+    (folder / "bad" / "_metadata").write_bytes(b"not a savepoint at all")
+    extra = [
+        {"check_id": "bad-savepoint", "savepoint": "bad", "graph_id": cases[0]["v2"]["graph_id"]},
+        {"check_id": "unknown-graph", "savepoint": f"savepoints/{cases[0]['case_id']}", "graph_id": "nope@v9"},
+    ]
+    with open(folder / "checks.jsonl", "a") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in extra))
+    out = str(tmp_path_factory.mktemp("out"))
+    summary = check_restore(spark, str(folder / "graphs"), str(folder / "checks.jsonl"), out, settings)
+    return summary, out, cases, metadata, orphan

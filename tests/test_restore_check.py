@@ -8,13 +8,13 @@ Flink did when the edited job started from each (../shared/vectors/restore).
   default max parallelism formula, FLINK-13973);
 - ONE real Spark ``check-restore`` over all 120 cases laid out as a user would (spec files,
   savepoint folders, a manifest with relative paths), plus an unreadable savepoint and an
-  unknown graph: the tables agree with Flink, every proposed fix is proven by recomputing the
-  patched graph, and the fleet SQL of jobs/example_queries.sql answers.
+  unknown graph (``restore_run`` in conftest.py): the tables agree with Flink, every proposed
+  fix is proven by recomputing the patched graph, and the fleet SQL of jobs/example_queries.sql
+  answers.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -22,31 +22,18 @@ import pandas as pd
 import pytest
 
 from devtools import restore_cases as rc
+from tests.conftest import RESTORE_LINES as LINES
+from tests.conftest import restore_cases
 from udfs.restore import rules as rr
 
-VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "vectors" / "restore"
-LINES = ("1.20", "2.3")
 TASK_STAGE = {"sp-{}-s11-00041", "sp-{}-s11-00054"}  # a changed key type: StateMigrationException in a task
-
-
-def _cases(line: str) -> tuple[list[dict], dict[str, bytes]]:
-    base = VECTORS / f"savepoint-{line}-s11"
-    return rc.read_cases(f"{base}.jsonl.gz"), rc.read_metadata_tar(f"{base}-metadata.tar.gz")
-
-
-@pytest.fixture(scope="module")
-def all_cases() -> tuple[list[dict], dict[str, bytes]]:
-    cases, metadata = [], {}
-    for line in LINES:
-        c, m = _cases(line)
-        cases += c
-        metadata.update(m)
-    return cases, metadata
+# The fixtures all_cases and restore_run (ONE check-restore over all cases) are in conftest.py:
+# the fleet report's tests (test_report.py) read the same run's tables.
 
 
 @pytest.mark.parametrize("line", LINES)
 def test_rules_agree_with_flink_on_every_real_case(line):
-    cases, metadata = _cases(line)
+    cases, metadata = restore_cases(line)
     without, with_allow, via_reader = rc.run_agreement(cases, metadata)
     assert via_reader == 60  # every savepoint read from its real _metadata file, none from the recording
     for agg in (without, with_allow):
@@ -134,33 +121,6 @@ def test_set_uid_hash_fix_turns_a_real_failure_into_a_restore(all_cases):
     ]
     assert [f.counterpart_name for f in fixes] == ["GlobalWindows", "KeyedProcess"]
     assert after.verdict == "RESTORES"
-
-
-@pytest.fixture(scope="module")
-def restore_run(spark, settings, tmp_path_factory, all_cases):
-    """One check-restore over the 120 cases (240 checks) + an unreadable savepoint + an unknown graph."""
-    from pipeline.restore.check import check_restore
-
-    cases, metadata = all_cases
-    folder = rc.write_case_fleet(cases, metadata, tmp_path_factory.mktemp("fleet"))
-    # A job whose savepoint-taking version is not among the graphs (query 13's subject). Case N of
-    # both lines is the same program (same IDs), so both v1s go.
-    orphan = cases[60]
-    gone = {orphan["v1"]["graph_id"], cases[0]["v1"]["graph_id"]}
-    lines = (folder / "graphs" / "graphs.jsonl").read_text().splitlines()
-    keep = [ln for ln in lines if json.loads(ln)["graph_id"] not in gone]
-    (folder / "graphs" / "graphs.jsonl").write_text("\n".join(keep) + "\n")
-    (folder / "bad").mkdir()
-    (folder / "bad" / "_metadata").write_bytes(b"not a savepoint at all")
-    extra = [
-        {"check_id": "bad-savepoint", "savepoint": "bad", "graph_id": cases[0]["v2"]["graph_id"]},
-        {"check_id": "unknown-graph", "savepoint": f"savepoints/{cases[0]['case_id']}", "graph_id": "nope@v9"},
-    ]
-    with open(folder / "checks.jsonl", "a") as f:
-        f.write("".join(json.dumps(e) + "\n" for e in extra))
-    out = str(tmp_path_factory.mktemp("out"))
-    summary = check_restore(spark, str(folder / "graphs"), str(folder / "checks.jsonl"), out, settings)
-    return summary, out, cases, metadata, orphan
 
 
 def test_check_restore_agrees_with_flink_end_to_end(spark, restore_run):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -98,28 +99,46 @@ def _missing(spark: SparkSession, output: str, graph_id: str) -> str:
     return f"no graph {graph_id!r} in {output}/job_vertices"
 
 
-def restore_reasons(spark: SparkSession, output: str, graph_ids: list[str]) -> dict[str, list[str]]:
-    """Per operator ID, what ``check-restore`` said about it for checks against these graphs,
-    each line naming its check and savepoint (one operator can be SKIPPED in one check and LOST
-    in another).
+@dataclass(frozen=True)
+class RestoreNotes:
+    """What ``check-restore`` said about operators, for checks against some graphs: one
+    ``(graph_id, operator_id, text)`` per note, in the order a page lists them (the checks'
+    operator outcomes by check, operator and status; then their fixes)."""
+
+    notes: tuple[tuple[str, str, str], ...] = ()
+
+    def for_graphs(self, graph_ids: list[str]) -> dict[str, list[str]]:
+        """Per operator ID, the notes of the checks against ``graph_ids``."""
+        wanted = set(graph_ids)
+        reasons: dict[str, list[str]] = {}
+        for gid, op_id, text in self.notes:
+            if gid in wanted:
+                reasons.setdefault(op_id, []).append(text)
+        return reasons
+
+
+def restore_notes(spark: SparkSession, output: str, graph_ids: list[str]) -> RestoreNotes:
+    """The notes for checks against these graphs, read once (a fleet report reads them for all
+    its jobs, then takes each job's share with :meth:`RestoreNotes.for_graphs`).
 
     Empty when no restore check ran into this output (the page then just highlights).
     """
-    reasons: dict[str, list[str]] = {}
+    matched: list[tuple[str, str, str]] = []
+    fixed: list[tuple[str, str, str]] = []
     matches = delta_sink.table_path(output, "restore_operator_matches")
     if DeltaTable.isDeltaTable(spark, matches):
         rows = (
             spark.read.format("delta")
             .load(matches)
             .where(F.col("graph_id").isin(graph_ids) & (F.col("status") != "MATCHED"))
-            .select("check_id", "savepoint", "operator_id", "status", "has_state")
+            .select("check_id", "savepoint", "graph_id", "operator_id", "status", "has_state")
             .distinct()
             .orderBy("check_id", "operator_id", "status")
             .collect()
         )
         for r in rows:
-            reasons.setdefault(r.operator_id, []).append(
-                restore_match_reason(r.check_id, r.savepoint, r.status, r.has_state)
+            matched.append(
+                (r.graph_id, r.operator_id, restore_match_reason(r.check_id, r.savepoint, r.status, r.has_state))
             )
     fixes = delta_sink.table_path(output, "restore_fixes")
     if DeltaTable.isDeltaTable(spark, fixes):
@@ -127,15 +146,22 @@ def restore_reasons(spark: SparkSession, output: str, graph_ids: list[str]) -> d
             spark.read.format("delta")
             .load(fixes)
             .where(F.col("graph_id").isin(graph_ids))
-            .select("check_id", "operator_id", "counterpart_operator_id", "reasons", "fix_code")
+            .select("check_id", "graph_id", "operator_id", "counterpart_operator_id", "reasons", "fix_code")
             .orderBy("check_id", "operator_id", "fix_code")
             .collect()
         )
         for r in rows:
             text = restore_fix_reason(r.check_id, r.reasons, r.fix_code)
             for op_id in sorted({r.operator_id, r.counterpart_operator_id} - {None}):
-                reasons.setdefault(op_id, []).append(text)
-    return reasons
+                fixed.append((r.graph_id, op_id, text))
+    return RestoreNotes(tuple(matched + fixed))
+
+
+def restore_reasons(spark: SparkSession, output: str, graph_ids: list[str]) -> dict[str, list[str]]:
+    """Per operator ID, what ``check-restore`` said about it for checks against these graphs,
+    each line naming its check and savepoint (one operator can be SKIPPED in one check and LOST
+    in another)."""
+    return restore_notes(spark, output, graph_ids).for_graphs(graph_ids)
 
 
 def dot_svg(dot_source: str) -> str:

@@ -19,6 +19,8 @@ from udfs.render import viewer
 
 HIGHLIGHT = "#ffd7d5"  # an operator whose ID is not in the other version
 HIGHLIGHT_BORDER = "#c62828"
+FAILING = "#f28b82"  # an operator a restore check fails on (its saved state LOST, or the one Flink names)
+FAILING_MARK = "\u2716 "  # before such an operator's name in its box
 # Names in a box: a SQL job's chained vertex name runs to thousands of characters, which made
 # boxes (and the page) many screens wide. Wrapped at these widths and cut after these many lines
 # (the whole name is in the tooltip and in the page's search index).
@@ -66,14 +68,21 @@ class JobGraph:
 
 @dataclass
 class Changes:
-    """Per operator ID of one side: why it is highlighted (empty: not highlighted)."""
+    """Per operator ID of one side: why it is highlighted (empty: not highlighted), and which of
+    them a restore check fails on (``failing``: drawn darker and marked, listed first)."""
 
     reasons: dict[str, list[str]] = field(default_factory=dict)
+    failing: set[str] = field(default_factory=set)
 
     def add(self, operator_id: str, reason: str) -> None:
         self.reasons.setdefault(operator_id, [])
         if reason not in self.reasons[operator_id]:
             self.reasons[operator_id].append(reason)
+
+    def fail(self, operator_id: str, reason: str) -> None:
+        """Mark an operator the restore fails on, with why."""
+        self.add(operator_id, reason)
+        self.failing.add(operator_id)
 
 
 # What each status of restore_operator_matches means for the saved operator (udfs/restore/rules.py).
@@ -166,11 +175,13 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
             + f" · vertex {_e(v.jobvertex_id)}</FONT></TD></TR>",
         ]
         for o in sorted(v.operators, key=lambda o: (o.chain_index, o.node_id)):
-            bg = f' BGCOLOR="{HIGHLIGHT}"' if o.operator_id in changes.reasons else ""
+            failing = o.operator_id in changes.failing
+            bg = f' BGCOLOR="{FAILING if failing else HIGHLIGHT}"' if o.operator_id in changes.reasons else ""
             uid = f"uid {_e(o.uid)}" if o.uid else "<I>no uid</I>"
+            mark = f"<B>{FAILING_MARK}</B>" if failing else ""
             rows.append(
                 f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"{bg}>'
-                f"{_wrapped(o.name, OPERATOR_NAME_WIDTH, OPERATOR_NAME_LINES)}</TD>"
+                f"{mark}{_wrapped(o.name, OPERATOR_NAME_WIDTH, OPERATOR_NAME_LINES)}</TD>"
                 f'<TD ALIGN="LEFT"{bg}><FONT FACE="monospace" POINT-SIZE="10">{_e(o.operator_id)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"{bg}>{uid}</TD></TR>'
             )
@@ -193,7 +204,7 @@ def to_dot(graph: JobGraph, changes: Changes | None = None, rankdir: str = "LR")
 
 
 def _max_parallelism_text(v: Vertex) -> str:
-    """ (max 128) as configured, or (max 128, Flink's default) when nobody configured it."""
+    """(max 128) as configured, or (max 128, Flink's default) when nobody configured it."""
     if v.max_parallelism and v.max_parallelism > 0:
         return f" (max {v.max_parallelism})"
     if v.effective_max_parallelism and v.effective_max_parallelism > 0:
@@ -225,7 +236,8 @@ def inline_svg(svg: str) -> str:
     return svg[start:]
 
 
-_CSS = """
+CSS = (
+    """
 body { font-family: Helvetica, Arial, sans-serif; margin: 16px; color: #1d2733; background: #f6f8fb; }
 h1 { font-size: 20px; margin: 0 0 4px 0; } .meta { color: #5b6b82; font-size: 13px; margin-bottom: 12px; }
 .sides { display: flex; gap: 16px; align-items: flex-start; flex-wrap: wrap; }
@@ -233,9 +245,12 @@ h1 { font-size: 20px; margin: 0 0 4px 0; } .meta { color: #5b6b82; font-size: 13
 .side h2 { font-size: 15px; margin: 0 0 8px 0; } .legend span { background: HIGHLIGHT; padding: 1px 6px; }
 table.changes { border-collapse: collapse; font-size: 13px; margin-top: 16px; background: white; }
 table.changes td, table.changes th { border: 1px solid #d5dde8; padding: 4px 8px; text-align: left; }
+table.changes tr.failing td { background: FAILING_COLOR; } .legend span.failing { background: FAILING_COLOR; }
 code { font-size: 12px; }
 .sides > .side { flex: 1 1 560px; min-width: 0; }
-""".replace("HIGHLIGHT", HIGHLIGHT) + viewer.CSS
+""".replace("HIGHLIGHT", HIGHLIGHT).replace("FAILING_COLOR", FAILING)
+    + viewer.CSS
+)
 
 
 def search_index(graph: JobGraph) -> str:
@@ -262,8 +277,10 @@ _TOOLS = (
 )
 
 
-def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "") -> str:
-    """The HTML page: one panel per graph (its inline SVG), then the highlighted operators in text."""
+def diff_html(sides: list[tuple[JobGraph, str, Changes]]) -> str:
+    """One panel per graph (its inline SVG, tools and search index), then, when two versions are
+    compared, the highlighted operators in text (those a restore fails on first): the body of a
+    ``render`` page, and of each job's section of a fleet report."""
     panels = []
     for graph, svg, _ in sides:
         version = f" · Flink {_e(graph.flink_version)}" if graph.flink_version else ""
@@ -276,18 +293,25 @@ def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "")
     rows = []
     for graph, _, changes in sides:
         ops = {o.operator_id: (v, o) for v in graph.vertices for o in v.operators}
-        for op_id, reasons in changes.reasons.items():
+        for op_id, reasons in sorted(changes.reasons.items(), key=lambda kv: kv[0] not in changes.failing):
             v, o = ops[op_id]
+            row_class = ' class="failing"' if op_id in changes.failing else ""
             rows.append(
-                f"<tr><td>{_e(graph.graph_id)}</td><td>{_e(o.name)}</td><td><code>{_e(op_id)}</code></td>"
+                f"<tr{row_class}>"
+                f"<td>{_e(graph.graph_id)}</td><td>{_e(o.name)}</td><td><code>{_e(op_id)}</code></td>"
                 f"<td>{_e(o.uid) if o.uid else '<i>no uid</i>'}</td><td>{_e(v.name)}</td>"
                 f"<td>{'<br>'.join(_e(r) for r in reasons)}</td></tr>"
             )
     changes_html = ""
     if len(sides) > 1:
+        failing_legend = (
+            f'<span class="failing">{FAILING_MARK}darker</span>: operator a restore check fails on. '
+            if any(ch.failing for _, _, ch in sides)
+            else ""
+        )
         changes_html = (
-            '<p class="legend"><span>highlighted</span>: operator whose ID the other version does not have '
-            "(its state would not be restored by ID).</p>"
+            f'<p class="legend">{failing_legend}<span>highlighted</span>: operator whose ID the other version '
+            "does not have (its state would not be restored by ID).</p>"
             + (
                 '<table class="changes"><tr><th>graph</th><th>operator</th><th>operator ID</th><th>uid</th>'
                 "<th>vertex</th><th>why</th></tr>" + "".join(rows) + "</table>"
@@ -295,9 +319,14 @@ def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "")
                 else "<p>Every operator ID is in both versions.</p>"
             )
         )
+    return f"<div class=\"sides\">{''.join(panels)}</div>{changes_html}"
+
+
+def page(title: str, sides: list[tuple[JobGraph, str, Changes]], note: str = "") -> str:
+    """The HTML page: one panel per graph (its inline SVG), then the highlighted operators in text."""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{_e(title)}</h1><div class=\"meta\">{_e(note)}</div>"
-        f"<div class=\"sides\">{''.join(panels)}</div>{changes_html}<script>{viewer.SCRIPT}</script></body></html>\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
+        f'<h1>{_e(title)}</h1><div class="meta">{_e(note)}</div>'
+        f"{diff_html(sides)}<script>{viewer.SCRIPT}</script></body></html>\n"
     )

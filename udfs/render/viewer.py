@@ -13,6 +13,8 @@ its box. Plain CSS and one inline script (no library, nothing fetched), added by
   just small enough to end inside it, so no text overflows whatever fonts the browser has.
 
 Without script (a mail client, a viewer that blocks it) the page is the plain SVG, scrolling as before.
+Panels present when the page loads are set up then; a page that adds panels later (the fleet report
+opens a job's diff on demand) calls ``window.flinkJobGraphViewer.setUp(section)`` for each.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ SCRIPT = r"""
   "use strict";
   const PT = 4 / 3;  // CSS px per SVG unit at 100 % (Graphviz draws in points)
   function setUp(side) {
+    if (side.dataset.viewer) return;
+    side.dataset.viewer = "on";
     const view = side.querySelector(".view");
     const svg = view && view.querySelector("svg");
     if (!svg || !svg.viewBox || !svg.viewBox.baseVal) return;
@@ -143,7 +147,8 @@ SCRIPT = r"""
       if (q) {
         for (const v of index) {
           if (v.text.indexOf(q) >= 0) {
-            const n = document.getElementById("vertex_" + v.id);
+            // this panel's node: two panels (two versions, or two jobs of a report) share vertex IDs
+            const n = svg.querySelector('[id="vertex_' + v.id + '"]');
             if (n) found.push(n);
           }
         }
@@ -191,6 +196,7 @@ SCRIPT = r"""
       });
     });
   }
+  window.flinkJobGraphViewer = { setUp: setUp };
   function start() { document.querySelectorAll("section.side").forEach(setUp); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
 })();
