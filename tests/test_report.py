@@ -110,13 +110,15 @@ def test_a_failing_job_opens_its_diff_with_the_lost_operator_marked(browser, tab
     assert b.js("document.querySelectorAll('details.diff section.side').length") == 0  # nothing drawn until opened
     left_out = b.js("document.querySelector('.left-out').textContent")
     assert "not drawn (more than --max-diffs 6" in left_out
-    # the version that took each savepoint, found from the savepoint's operator IDs, is the manifest's
-    # savepoint_graph_id (the tables do not keep it): <case>/v1 for the checks of <case>/v2
+    # the version that took each savepoint is the manifest's savepoint_graph_id, as restore_checks
+    # records it: <case>/v1 for the checks of <case>/v2, and each section says where it came from
     titles = b.js("[...document.querySelectorAll('details.diff > summary')].map((s) => s.firstChild.textContent)")
     assert len(titles) == MAX_DIFFS
     for title in titles:
         old, new = title.split(" vs ")
         assert old.removesuffix("/v1") == new.removesuffix("/v2") and old != new, title
+    notes = b.js("[...document.querySelectorAll('details.diff > p.meta')].map((p) => p.textContent)")
+    assert len(notes) == MAX_DIFFS and all("as the manifest's savepoint_graph_id says" in n for n in notes), notes
     check_id = b.js("document.querySelector('tr.check').dataset.checkId")
     b.js("document.querySelector('tr.check a.to-diff').click()")
     section = "document.querySelector('details.diff[open]')"

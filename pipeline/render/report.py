@@ -7,8 +7,9 @@ The phases:
    operators and their state (``restore_operator_matches``), its failing state problems
    (``restore_state_problems``), the new version's Flink line and the operator's name
    (``operators``; else the savepoint's own, 2.x formats);
-2. **versions**: for each failing check, the job version that took the savepoint: the tables do
-   not keep the manifest's ``savepoint_graph_id``, so it is the other graph holding the most of
+2. **versions**: for each failing check, the job version that took the savepoint: the
+   manifest's ``savepoint_graph_id`` as ``restore_checks`` records it; where it is not given (or
+   the tables come from a release that did not record it), the other graph holding the most of
    the savepoint's operator IDs (:func:`udfs.render.report.pick_previous_version`), as the page says;
 3. **diffs**: each (previous, new) pair drawn as ``render --compare`` draws it (the same
    :func:`pipeline.render.page.load_graphs`, :func:`~pipeline.render.page.restore_notes`,
@@ -193,13 +194,20 @@ def _fix_line(f: Row) -> FixLine:
     return FixLine(f.fix_code + about, False, f"the patched job still {why}" if why else "")
 
 
-def _previous_versions(tables: _Tables, lines: dict[str, str | None]) -> dict[str, tuple[str, int, int]]:
-    """Per failing check: (graph that most likely took its savepoint, its operator IDs among the
-    savepoint's, the savepoint's operator count). ``lines``: each new graph's Flink line."""
+def _previous_versions(tables: _Tables, lines: dict[str, str | None]) -> dict[str, tuple[str, int, int, bool]]:
+    """Per failing check: (the graph that took its savepoint, its operator IDs among the
+    savepoint's, the savepoint's operator count, whether the manifest said so rather than the
+    operator IDs suggest it). ``lines``: each new graph's Flink line."""
     checks, sp_ops, ops = (tables.get(t) for t in ("restore_checks", "savepoint_operators", "operators"))
     if sp_ops is None or ops is None:
         return {}
-    failing = checks.where(F.col("verdict") == FAILS).select("check_id", "savepoint", "graph_id")
+    failing = checks.where(F.col("verdict") == FAILS)
+    recorded = (
+        failing.where(F.col("savepoint_graph_id").isNotNull()).select("check_id", "savepoint_graph_id")
+        if "savepoint_graph_id" in checks.columns
+        else None
+    )
+    failing = failing.select("check_id", "savepoint", "graph_id")
     saved = sp_ops.select("savepoint", "operator_id").distinct()
     ids = (
         ops.select(F.col("graph_id").alias("candidate"), "operator_id", "flink_version")
@@ -224,11 +232,19 @@ def _previous_versions(tables: _Tables, lines: dict[str, str | None]) -> dict[st
     for r in counted:
         candidates[(r.check_id, r.graph_id)].append((r.candidate, r.flink_version, r.matched))
         totals[r.check_id] = int(r.total)
-    out = {}
+    # the manifest's savepoint_graph_id, where the check recorded one and its graph is in the output
+    given = {r.check_id: r.savepoint_graph_id for r in recorded.collect()} if recorded is not None else {}
+    present = {r[0] for r in ops.where(F.col("graph_id").isin(list(set(given.values())))).select("graph_id")
+               .distinct().collect()} if given else set()  # fmt: skip
+    given = {c: g for c, g in given.items() if g in present}
+    out: dict[str, tuple[str, int, int, bool]] = {}
     for (check_id, graph_id), cands in candidates.items():
         picked = pick_previous_version(graph_id, lines.get(graph_id), cands)
         if picked:
-            out[check_id] = (picked[0], picked[1], totals[check_id])
+            out[check_id] = (picked[0], picked[1], totals[check_id], False)
+    for check_id, old in given.items():
+        matched = next((m for (c, _), cands in candidates.items() if c == check_id for g, _, m in cands if g == old), 0)
+        out[check_id] = (old, matched, totals.get(check_id, 0), True)
     return out
 
 
@@ -236,7 +252,7 @@ def _diffs(
     spark: SparkSession,
     output: str,
     failing: list[CheckLine],
-    previous: dict[str, tuple[str, int, int]],
+    previous: dict[str, tuple[str, int, int, bool]],
     lost: dict[str, dict[str, str]],
     max_diffs: int,
 ) -> tuple[list[DiffSection], list[str]]:
@@ -280,10 +296,13 @@ def _diffs(
                 (graphs[new], _mark_failing(graphs[new], right, failing_ops, pair_notes)),
             ]
             title = f"{old} vs {new}"
-            _, matched, total = previous[cs[0].check_id]
+            _, matched, total, recorded = previous[cs[0].check_id]
             note = (
-                f"{old}: the graph holding the most of the savepoint's operator IDs ({matched} of {total}), "
-                "taken as the version that took it."
+                f"{old}: the version that took the savepoint, as the manifest's savepoint_graph_id says "
+                f"({matched} of the savepoint's {total} operator IDs in it)."
+                if recorded
+                else f"{old}: the graph holding the most of the savepoint's operator IDs ({matched} of {total}), "
+                "taken as the version that took it (the manifest did not say)."
             )
         drawn_sides = [(g, dot_svg(to_dot(g, ch, rankdir="TB" if len(sides) > 1 else "LR")), ch) for g, ch in sides]
         sections.append(diff_section(anchor, title, drawn_sides, [c.check_id for c in cs], note))

@@ -60,8 +60,9 @@ from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 # still gets its own row.
 _OUT_SCHEMA = struct(["line", "table", "row"])
 _IN_COLS = ["line", "kind", "payload"]
-_CHECK_COLS = ["check_id", "savepoint", "graph_id", "allow_non_restored_state", "flink_version",
-               "chaining_enabled", "old_chaining_enabled", "old_flink_version", "target_flink", "error"]  # fmt: skip
+_CHECK_COLS = ["check_id", "savepoint", "graph_id", "savepoint_graph_id", "allow_non_restored_state",
+               "flink_version", "chaining_enabled", "old_chaining_enabled", "old_flink_version", "target_flink",
+               "error"]  # fmt: skip
 _MANIFEST_SCHEMA = (
     "check_id string, savepoint string, savepoint_path string, graph_id string, "
     "allow_non_restored_state boolean, savepoint_graph_id string, target_flink string, line string, "
@@ -323,7 +324,7 @@ def _decide(
         except Exception as e:  # one check never aborts the run
             check = json.loads(pdf.loc[pdf["kind"] == "check", "payload"].iloc[0])
             reason = f"internal error: {type(e).__name__}: {e}"
-            row = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id")}
+            row = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id", "savepoint_graph_id")}
             row.update(verdict="ERROR", failure=reason, message=reason, dropped_operator_ids=[])
             out = [("restore_checks", json.dumps(row))]
         return pd.DataFrame({"line": line, "table": [t for t, _ in out], "row": [r for _, r in out]})

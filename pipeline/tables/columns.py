@@ -72,6 +72,7 @@ RESTORE_CHECKS_COLUMNS = [
     "message",
     "dropped_operator_ids",
     *CHECK_EXTRA_COLUMNS,  # where Flink fails (job_init / task_restore / task_running), the state ...
+    "savepoint_graph_id",  # the manifest's: the job version that took the savepoint (null: not given)
 ]
 # One row per state-type problem of a check (the state half: udfs/restore/state_rules.py).
 STATE_PROBLEMS_COLUMNS = [*CHECK_KEY, *PROBLEM_COLUMNS]

@@ -103,7 +103,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
 
     def result(verdict: str, failure: str | None, op: str | None, msg: str | None, dropped: list[str]) -> tuple:
         row = {**head, "verdict": verdict, "failure": failure, "operator_id": op, "message": msg,
-               "dropped_operator_ids": dropped}  # fmt: skip
+               "dropped_operator_ids": dropped, "savepoint_graph_id": check.get("savepoint_graph_id")}  # fmt: skip
         return ("restore_checks", json.dumps(row))
 
     reason = check.get("error")
@@ -125,6 +125,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     d = rr.decide(saved, new_vertices, allow, prof, external_pointer(check, items["sp"]))
     state = _state_half(check, items, d, saved)
     row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
+    row["savepoint_graph_id"] = check.get("savepoint_graph_id")
     out = [("restore_checks", json.dumps(row))]
     if state is not None:
         out += [("restore_state_problems", json.dumps(p.to_row(head))) for p in state.problems]
