@@ -9,10 +9,13 @@ JARS_STAMP := .cache/jars/.installed
 # against the pinned pyspark's own jars, so it needs nothing from the network.
 SPARK_JAR := .cache/jars/flink-jobgraph-spark.jar
 JAVA_SOURCES := $(shell find jvm/src -name '*.java')
+# The driver JVM's class-data-sharing archive (pipeline/session.py): Spark's classes mapped at
+# start instead of loaded from the jars, dumped once by a run on the samples.
+CDS_STAMP := .cache/jvm/.installed
 
 .PHONY: install demo test lint bench clean
 
-install: $(STAMP) $(JARS_STAMP) $(SPARK_JAR)
+install: $(STAMP) $(JARS_STAMP) $(SPARK_JAR) $(CDS_STAMP)
 	@# Graphviz (dot lays out `flink-jobgraph render`) and Chromium (tests/test_render.py), from Debian.
 	@command -v dot >/dev/null && command -v chromium >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends graphviz chromium; }
@@ -36,6 +39,10 @@ $(SPARK_JAR): $(JAVA_SOURCES) $(STAMP)
 		-cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
 		$(JAVA_SOURCES)
 	jar cf $@ -C .cache/jvm-classes .
+
+$(CDS_STAMP): $(STAMP) $(JARS_STAMP) $(SPARK_JAR) scripts/spark_cds.py
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/spark_cds.py
+	touch $@
 
 demo: install
 	rm -rf out/demo

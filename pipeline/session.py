@@ -62,6 +62,39 @@ def import_graphframes(spark: SparkSession, settings: Settings):
     return graphframes
 
 
+# The driver JVM's class-data-sharing archive: the classes a run loads (Spark, Delta,
+# GraphFrames: ~19,000), dumped once by `make install` (scripts/spark_cds.py) and mapped by
+# every later start instead of being read from the jars and verified again. It is named by
+# the pinned jars, so another pyspark or jar set uses (or makes) another archive; the JVM
+# checks the rest itself and starts without one, silently, when it does not match.
+CDS_ENV = "FLINK_JOBGRAPH_CDS"  # "off": no archive; "train": dump one at the JVM's exit
+
+
+def cds_archive(settings: Settings) -> Path:
+    import hashlib
+
+    import pyspark
+
+    h = hashlib.sha256(pyspark.__version__.encode())
+    for jar in [*sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, jar_paths(settings))]:
+        h.update(f"{jar.name} {jar.stat().st_size}".encode())
+    return ROOT / ".cache" / "jvm" / f"spark-{pyspark.__version__}-{h.hexdigest()[:12]}.jsa"
+
+
+def cds_options(settings: Settings) -> str:
+    """The driver's JVM options for the archive: use it when there is one, dump it when asked."""
+    mode = os.environ.get(CDS_ENV, "")
+    if mode == "off":
+        return ""
+    archive = cds_archive(settings)
+    if mode == "train":
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        return f"-XX:ArchiveClassesAtExit={archive}"
+    if archive.is_file():
+        return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    return ""
+
+
 def launched_by_spark_submit() -> bool:
     """True when this Python process is the driver of a ``spark-submit`` (its JVM started
     first and handed this process a gateway), whose ``--master``, ``--jars``, ``--conf`` and
@@ -99,7 +132,8 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         .config("spark.ui.showConsoleProgress", "false")
         .config(
             "spark.driver.extraJavaOptions",
-            f"-Dlog4j.configurationFile={CONF_DIR / 'log4j2.properties'} {spark_conf.driver_java_options}".strip(),
+            f"-Dlog4j.configurationFile={CONF_DIR / 'log4j2.properties'} {spark_conf.driver_java_options} "
+            f"{cds_options(settings)}".strip(),
         )
         .config("spark.driver.memory", os.environ.get("FLINK_JOBGRAPH_DRIVER_MEMORY", "6g"))
         .config("spark.sql.session.timeZone", "UTC")

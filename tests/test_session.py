@@ -25,3 +25,26 @@ def test_the_driver_jvm_runs_with_the_configured_options(spark, settings):
         assert _collectors(spark) == {"PS Scavenge", "PS MarkSweep"}
     # the log4j configuration still reaches the JVM beside them
     assert any(f.startswith("-Dlog4j.configurationFile=") for f in flags)
+
+
+def test_the_driver_jvm_maps_the_class_data_sharing_archive(spark, settings):
+    """`make install` dumps the archive (scripts/spark_cds.py); the JVM then maps it on top of
+    the JDK's own, which VM.info shows as a third address in its mapping (base and top). An
+    archive the JVM refused (another JDK, another class path) would leave only the base: the
+    install step must be fixed, not the start silently slower."""
+    import re
+    import shutil
+    import subprocess
+
+    from pipeline.session import cds_archive
+
+    archive = cds_archive(settings)
+    assert archive.is_file(), f"no class-data-sharing archive {archive}: run `make install`"
+    assert f"-XX:SharedArchiveFile={archive}" in _jvm_flags(spark)
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    jcmd = shutil.which("jcmd") or "jcmd"
+    info = subprocess.run([jcmd, str(pid), "VM.info"], capture_output=True, text=True, timeout=60).stdout
+    mapped = re.search(r"CDS archive\(s\) mapped at: \[(0x[0-9a-f]+)-(0x[0-9a-f]+)-(0x[0-9a-f]+)\)", info)
+    assert mapped, "the JVM did not map the archive on top of the JDK's: " + (
+        re.search(r"CDS archive\(s\) mapped at: .*", info) or [info[:200]]
+    )[0]
