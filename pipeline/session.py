@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -76,6 +77,12 @@ def cds_archive(settings: Settings) -> Path:
     import pyspark
 
     h = hashlib.sha256(pyspark.__version__.encode())
+    # the JVM Spark starts (JAVA_HOME's, else java on PATH): its libjvm changes with every JDK update
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
+    libjvm = java.resolve().parent.parent / "lib" / "server" / "libjvm.so"
+    if libjvm.is_file():
+        h.update(f"{libjvm} {libjvm.stat().st_size} {libjvm.stat().st_mtime_ns}".encode())
     for jar in [*sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, jar_paths(settings))]:
         h.update(f"{jar.name} {jar.stat().st_size}".encode())
     return ROOT / ".cache" / "jvm" / f"spark-{pyspark.__version__}-{h.hexdigest()[:12]}.jsa"

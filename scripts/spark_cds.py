@@ -43,7 +43,8 @@ def main() -> int:
     if archive.is_file() and not args.force:
         print(f"class-data-sharing archive: {archive.relative_to(ROOT)} (exists)")
         return 0
-    archive.unlink(missing_ok=True)
+    for stale in archive.parent.glob("spark-*.jsa"):  # another pyspark, jar set or JDK's: never mapped again
+        stale.unlink()
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, **{CDS_ENV: "train"})
         proc = subprocess.run([sys.executable, "-c", TRAINING, out], cwd=ROOT, env=env, capture_output=True, text=True)
