@@ -44,6 +44,9 @@ class SparkSettings:
     # JVM options of the driver when the pipeline starts Spark itself (local mode; an active
     # session, e.g. spark-submit's, keeps its own): the collector and JIT, docs/settings.md
     driver_java_options: str = "-XX:+UseParallelGC"
+    # added to them for one job's deploy gate (check-restore --savepoint): a run of seconds, where
+    # C2's compile time is never won back (docs/settings.md)
+    one_job_java_options: str = "-XX:TieredStopAtLevel=1"
 
 
 CHAINS_ENGINES = ("graphframes", "dataframe")

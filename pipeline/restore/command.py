@@ -136,7 +136,8 @@ def run_one_job(args: argparse.Namespace) -> int:
         if previous_id == graph_id:
             raise gate.GateError(f"the new and the previous version have the same graph_id {graph_id!r}")
         settings = load_settings(overrides(args.set))
-        spark = get_spark(settings)
+        one_job = f"{settings.spark.driver_java_options} {settings.spark.one_job_java_options}".strip()
+        spark = get_spark(settings.with_overrides({"spark.driver_java_options": one_job}))
         savepoint = gate.latest_savepoint(spark, args.savepoint)
         result = gate.run_gate(
             spark, settings, new, graph_id, savepoint, args.allow_non_restored_state, args.output,
