@@ -9,9 +9,10 @@ a CI job has them (the savepoint folder, the new version's spec, the old one's).
 --report R`` in a new process, as a pipeline step starts it; its wall seconds and the CPU
 seconds of its whole process tree (the Python front end, Spark's JVM, the Python workers),
 sampled from /proc, the exit code (1: the case fails to restore), and the stage times the run
-prints (read+compute, chains, ...; "before stages" is process start to the first stage: Python
-imports and Spark's start). ``--jar-args`` times the same from a jar instead (``--jar J
---main-class C --flink L``: the export on the way).
+prints (read+compute, chains, ...; "outside the check" is the wall less the last progress
+line's time: Python's imports, Spark's start, the savepoint's lookup and the exit).
+``--jar-args`` times the same from a jar instead (``--jar J --main-class C --flink L``: the
+export on the way).
 
 ``--vs REV`` alternates each run with the code of git revision REV (A B A B ...: the machine's
 drift hits both alike) and prints the ratio A/B pair by pair. Both run from snapshots of
@@ -79,19 +80,21 @@ def _one(code: Path, check: list[str], report: Path) -> dict:
     cmd = [sys.executable, "-m", "pipeline.cli", "check-restore", *check, "--report", str(report)]
     proc, wall, cpu, stderr = run_timed(cmd, env=env, cwd=code)
     stages: dict[str, float] = {}
-    first_at = None
+    last_at = None
     for line in stderr.splitlines():
         m = _STAGE.match(line.strip())
         if m:
-            at, name, secs = float(m[1]), m[2].strip(), float(m[3])
+            name, secs = m[2].strip(), float(m[3])
             stages[name] = stages.get(name, 0.0) + secs
-            first_at = first_at if first_at is not None else at - secs
+        at_match = re.match(r"^\[\s*([\d.]+)s\]", line.strip())
+        if at_match:
+            last_at = float(at_match[1])
     verdict = json.loads(report.with_suffix(".json").read_text())["check"]["verdict"] if report.with_suffix(
         ".json").exists() else None  # fmt: skip
     row = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 1), "exit": proc.returncode, "verdict": verdict,
            "stages_s": {k: round(v, 2) for k, v in stages.items()}}  # fmt: skip
-    if first_at is not None:
-        row["stages_s"]["progress starts at"] = round(first_at, 2)
+    if last_at is not None:  # progress lines count from the check's start, after Spark's
+        row["stages_s"]["outside the check (start, Spark, exit)"] = round(wall - last_at, 2)
     return row
 
 
