@@ -4,7 +4,7 @@
 joins, group and window TVF aggregations, deduplication, top-N, OVER aggregations, UNION ALL,
 statement sets with several INSERTs into blackhole/print tables, ``table.exec.uid.generation``
 ...) that the harness planned with Flink's own planner and captured at submission
-(``SQL=1 harness/regen_golden.sh 2.3 1.20``, i.e. ``generate --sql``), each with what Flink's
+(``SQL=1 [BATCH=1] harness/regen_golden.sh 2.3 2.2 1.20``, i.e. ``generate --sql``), each with what Flink's
 ``StreamingJobGraphGenerator.createJobGraph`` built from the StreamGraph. One pipeline run
 computes all of them; each file is compared aspect by aspect and must match on every one.
 """
