@@ -53,9 +53,7 @@ def main() -> int:
         "--start", type=int, default=0, help="first program index (a run in parts: --start 1000 --count 1000 ...)"
     )
     ap.add_argument("--input", help="use this vector file instead of generating one")
-    ap.add_argument(
-        "--jar", help="generate with this harness jar (e.g. a copy, so a rebuild cannot change it mid-run)"
-    )
+    ap.add_argument("--jar", help="generate with this harness jar (e.g. a copy, so a rebuild cannot change it mid-run)")
     ap.add_argument("--show", type=int, default=10, help="mismatches to print")
     ap.add_argument(
         "--batch", action="store_true", help="BATCH programs (execution.runtime-mode=BATCH; harness generate --batch)"
@@ -104,6 +102,8 @@ def main() -> int:
         report = compare_tables(spark, out, graphs, max_mismatches=args.show)
 
     nodes = sum(len(g["nodes"]) for g in graphs)
+    # programs where the SQL planner fused operators into a MultipleInput operator (BATCH)
+    multiple_input = sum(any(n["name"].startswith("MultipleInput") for n in g["nodes"]) for g in graphs)
     mode = "BATCH" if args.batch else "STREAMING"
     program_kind = "SQL" if args.sql else "DataStream"
     head = f"Flink {args.version} {program_kind} {mode}: {report.graphs} programs ({nodes} stream nodes)"
@@ -122,6 +122,7 @@ def main() -> int:
         "flink_release": graphs[0]["expected"].get("flink_version_full") if graphs else None,
         "programs": report.graphs,
         "stream_nodes": nodes,
+        "programs_with_multiple_input": multiple_input,
         "seed": None if args.input else args.seed,
         "start": None if args.input else args.start,
         "runtime_mode": mode,

@@ -4,7 +4,7 @@
 joins, group and window TVF aggregations, deduplication, top-N, OVER aggregations, UNION ALL,
 statement sets with several INSERTs into blackhole/print tables, ``table.exec.uid.generation``
 ...) that the harness planned with Flink's own planner and captured at submission
-(``SQL=1 harness/regen_golden.sh 2.3 1.20``, i.e. ``generate --sql``), each with what Flink's
+(``SQL=1 [BATCH=1] harness/regen_golden.sh 2.3 2.2 1.20``, i.e. ``generate --sql``), each with what Flink's
 ``StreamingJobGraphGenerator.createJobGraph`` built from the StreamGraph. One pipeline run
 computes all of them; each file is compared aspect by aspect and must match on every one.
 """
@@ -42,8 +42,25 @@ def sql_run(spark, settings, tmp_path_factory):
 
 
 def test_sql_golden_sets_exist():
-    names = {p.name for p in SQL_GOLDEN.glob("flink-*.jsonl.gz")}
-    assert {"flink-2.3.jsonl.gz", "flink-1.20.jsonl.gz"} <= names
+    lines = {"flink-2.3.jsonl.gz", "flink-2.2.jsonl.gz", "flink-1.20.jsonl.gz"}
+    assert lines <= {p.name for p in SQL_GOLDEN.glob("flink-*.jsonl.gz")}
+    assert lines <= {p.name for p in (SQL_GOLDEN / "batch").glob("flink-*.jsonl.gz")}
+
+
+def test_batch_golden_sets_hold_multiple_input_operators():
+    """BATCH multi-way joins with join hints (``generate --sql --batch``, Flink 1.16+): the planner
+    fuses them into ``MultipleInput`` operators (HEAD_WITH_SOURCES) fed by hash, broadcast and
+    forward inputs, so the match below covers them."""
+    seen: Counter[str] = Counter()
+    for path in sorted((SQL_GOLDEN / "batch").glob("flink-*.jsonl.gz")):
+        for g in read_vector_file(path):
+            multi = {n["id"] for n in g["nodes"] if n["name"].startswith("MultipleInput")}
+            seen["MultipleInput"] += len(multi)
+            ins = Counter(e["target"] for e in g["edges"] if e["target"] in multi)
+            seen["three or more inputs"] += sum(n >= 3 for n in ins.values())
+            seen.update(f"input {e['partitioner'].split('[')[0]}" for e in g["edges"] if e["target"] in multi)
+    for what in ("MultipleInput", "three or more inputs", "input HASH", "input BROADCAST"):
+        assert seen[what] > 0, (what, seen)
 
 
 def _operator(name: str) -> str:
@@ -73,13 +90,30 @@ def test_sql_file_covers_the_planner(path):
         if "error" not in exp:
             seen["several job vertices"] += len(exp["job_vertices"]) > 1
             seen["chained operators"] += len(exp["job_vertices"]) < len(g["nodes"])
-    must = ["Source", "Sink", "Calc", "partitioner FORWARD", "partitioner HASH", "node without uid",
-            "several INSERTs", "several job vertices", "chained operators"]
+    must = [
+        "Source",
+        "Sink",
+        "Calc",
+        "partitioner FORWARD",
+        "partitioner HASH",
+        "node without uid",
+        "several INSERTs",
+        "several job vertices",
+        "chained operators",
+    ]
     if batch:
         must += ["HashAggregate", "Sort", "partitioner FORWARD_FOR_UNSPECIFIED"]
     else:
-        must += ["GroupAggregate", "Join", "IntervalJoin", "Deduplicate", "Rank", "OverAggregate",
-                 "WatermarkAssigner", "node with uid"]
+        must += [
+            "GroupAggregate",
+            "Join",
+            "IntervalJoin",
+            "Deduplicate",
+            "Rank",
+            "OverAggregate",
+            "WatermarkAssigner",
+            "node with uid",
+        ]
     for what in must:
         assert seen[what] > 0, (what, seen)
     if not batch:

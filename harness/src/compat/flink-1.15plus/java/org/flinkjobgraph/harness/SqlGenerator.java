@@ -40,6 +40,7 @@ import java.util.TreeMap;
  */
 public final class SqlGenerator {
     private final Random r;
+    private final long caseSeed;
     private final boolean batch;
     final List<String> program = new ArrayList<>();
     private final List<Src> sources = new ArrayList<>();
@@ -69,6 +70,7 @@ public final class SqlGenerator {
 
     private SqlGenerator(long caseSeed, boolean batch) {
         this.r = new Random(caseSeed);
+        this.caseSeed = caseSeed;
         this.batch = batch;
     }
 
@@ -77,7 +79,11 @@ public final class SqlGenerator {
     }
 
     private <T> T pick(List<T> xs) {
-        return xs.get(r.nextInt(xs.size()));
+        return pick(r, xs);
+    }
+
+    private static <T> T pick(Random rnd, List<T> xs) {
+        return xs.get(rnd.nextInt(xs.size()));
     }
 
     private void log(String s) {
@@ -158,7 +164,15 @@ public final class SqlGenerator {
         List<String> inserts = new ArrayList<>();
         for (int i = 0; i < nInserts; i++) {
             String q = query();
-            inserts.add("INSERT INTO " + sink(q) + " " + q);
+            inserts.add("INSERT INTO " + sink(q, r) + " " + q);
+        }
+        // BATCH multi-way joins with join hints (Flink 1.16+), the shape the planner fuses into a
+        // MultipleInput operator. Drawn from a Random of their own, after everything else, so a
+        // program without one is exactly the program earlier runs generated for the same seed.
+        Random mr = new Random(caseSeed ^ 0x6d756c74694c4aL);
+        if (batch && joinHints() && mr.nextDouble() < 0.25) {
+            String q = multiWayJoin(mr);
+            inserts.add("INSERT INTO " + sink(q, mr) + " " + q);
         }
         double how = r.nextDouble();
         Capture.GRAPHS.clear();
@@ -289,7 +303,7 @@ public final class SqlGenerator {
     }
 
     /** A sink table whose columns fit the query's result; returns its name. */
-    private String sink(String query) {
+    private String sink(String query, Random r) {
         ResolvedSchema rs = tEnv.sqlQuery(query).getResolvedSchema();
         String name = "sink" + (++sinks);
         StringBuilder b = new StringBuilder("CREATE TABLE " + name + " (");
@@ -306,12 +320,12 @@ public final class SqlGenerator {
             b.append(i == 0 ? "" : ", ").append('`').append(c.getName()).append("` ").append(t.asSerializableString());
         }
         b.append(") WITH (");
-        if (p(0.5)) {
+        if (r.nextDouble() < 0.5) {
             b.append("'connector' = 'blackhole'");
         } else {
             b.append("'connector' = 'print'");
-            if (p(0.25)) {
-                b.append(", 'sink.parallelism' = '").append(pick(List.of(1, 2, 3, 4))).append("'");
+            if (r.nextDouble() < 0.25) {
+                b.append(", 'sink.parallelism' = '").append(pick(r, List.of(1, 2, 3, 4))).append("'");
             }
         }
         b.append(")");
@@ -442,5 +456,50 @@ public final class SqlGenerator {
             b.append(i == 0 ? "" : " UNION ALL ").append("SELECT id, k, v FROM ").append(u.name).append(where(u));
         }
         return b.toString();
+    }
+
+    /** Join hints (BROADCAST, SHUFFLE_HASH, SHUFFLE_MERGE, NEST_LOOP) came with Flink 1.16. */
+    private static boolean joinHints() {
+        return !StreamGraphSpecExporter.flinkVersionFull().startsWith("1.15.");
+    }
+
+    /**
+     * A BATCH join of 3-4 tables (or views) whose build sides are hinted (broadcast / shuffle hash /
+     * sort-merge / nested loop, or no hint), joined on one key or two, sometimes aggregated or put
+     * in a UNION ALL with another join or a plain scan.
+     */
+    private String multiWayJoin(Random mr) {
+        String q = hintedJoin(mr);
+        double x = mr.nextDouble();
+        if (x < 0.3) {
+            String other = mr.nextBoolean() ? hintedJoin(mr) : "SELECT id, k, v AS bv FROM " + pick(mr, sources).name;
+            q = q + " UNION ALL " + other;
+            if (mr.nextBoolean()) {
+                q = "SELECT k, COUNT(*) AS c, SUM(bv) AS sv FROM (" + q + ") GROUP BY k";
+            }
+        } else if (x < 0.55) {
+            q = "SELECT k, COUNT(*) AS c, MAX(bv) AS mb FROM (" + q + ") GROUP BY k";
+        }
+        return q;
+    }
+
+    private String hintedJoin(Random mr) {
+        int n = 2 + (mr.nextDouble() < 0.35 ? 1 : 0);
+        String[] al = {"a", "b", "c", "d"};
+        StringBuilder from = new StringBuilder(pick(mr, sources).name + " a");
+        List<String> built = new ArrayList<>();
+        for (int i = 1; i <= n; i++) {
+            String key = mr.nextDouble() < 0.75 ? "a.k = " + al[i] + ".k" : "a.s = " + al[i] + ".s";
+            from.append(" JOIN ").append(pick(mr, sources).name).append(' ').append(al[i]).append(" ON ").append(key);
+            built.add(al[i]);
+        }
+        String hint = pick(mr, List.of("BROADCAST", "BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP", ""));
+        String h = "";
+        if (!hint.isEmpty()) {
+            List<String> hinted = mr.nextBoolean() ? built : built.subList(0, 1);
+            h = "/*+ " + hint + "(" + String.join(", ", hinted) + ") */ ";
+        }
+        String where = mr.nextDouble() < 0.3 ? " WHERE a.v > 0.5" : "";
+        return "SELECT " + h + "a.id, a.k, b.v AS bv FROM " + from + where;
     }
 }
