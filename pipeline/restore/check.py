@@ -144,7 +144,8 @@ def run_checks(
     lines = read_manifest(spark, checks_path, target_flink)
     fps: dict[str, str | None] = {}
     if output is not None:
-        fps = _check_fingerprints(spark, lines, run, settings, prove_fixes)
+        version = incremental.restore_rules_version(settings, prove_fixes)
+        fps = _check_fingerprints(spark, lines, run, version)
         known = {} if full else incremental.known_checks(spark, output, progress.say)
         decide = [c for c in lines if fps[c.line] is None or known.get(c.check_id) != fps[c.line]]
         summary.checks_unchanged = len(lines) - len(decide)
@@ -163,7 +164,6 @@ def run_checks(
         sp_table = _savepoint_operators(spark, lines, savepoints.operators)
         given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
         states = savepoint_states(spark, given, savepoints.heads)
-        version = incremental.restore_rules_version(settings, prove_fixes)
         fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
         check_fps = spark.createDataFrame(fp_rows, incremental.SCHEMA)
         _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings)
@@ -186,21 +186,18 @@ def run_checks(
 
 
 def _check_fingerprints(
-    spark: SparkSession, lines: list[CheckLine], run: ComputeRun, settings: Settings, prove_fixes: bool
+    spark: SparkSession, lines: list[CheckLine], run: ComputeRun, version: str
 ) -> dict[str, str | None]:
-    """Per manifest line (its ``line``), the check's fingerprint (:mod:`pipeline.restore.incremental`):
-    the savepoints listed once on the driver, the graphs' spec fingerprints from the run (a
-    graph_id read twice has none: its checks are decided every run)."""
+    """Per manifest line (its ``line``), the check's fingerprint under the restore rules
+    ``version`` (:mod:`pipeline.restore.incremental`): the savepoints listed once on the driver,
+    the graphs' spec fingerprints from the run (a graph_id read twice has none: its checks are
+    decided every run)."""
     identity: dict[str, str] = {}
     paths = sorted({c.savepoint_path for c in lines if c.savepoint_path and c.error is None})
     resolve_metadata_files(spark, paths, identity)
-    graphs: dict[str, str] = {}
-    seen: set[str] = set()
-    if "graph_fingerprints" in run.tables:
-        for gid, fp in run.tables["graph_fingerprints"].collect():
-            graphs.pop(gid, None) if gid in seen else graphs.__setitem__(gid, fp)
-            seen.add(gid)
-    version = incremental.restore_rules_version(settings, prove_fixes)
+    rows = run.tables["graph_fingerprints"].collect() if "graph_fingerprints" in run.tables else []
+    copies = Counter(gid for gid, _ in rows)
+    graphs = {gid: fp for gid, fp in rows if copies[gid] == 1}
     return {
         c.line: incremental.check_fingerprint(c, identity.get(c.savepoint_path or ""), graphs, version) for c in lines
     }
