@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -94,7 +94,7 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
     return {r["graph_id"]: r["fingerprint"] for r in table.select("graph_id", "fingerprint").collect()}
 
 
-def touched_keys(spark: SparkSession, output: str, names: list[str], key: str) -> DataFrame | None:
+def touched_keys(spark: SparkSession, output: str, names: Sequence[str], key: str) -> DataFrame | None:
     """The ``key`` values (graph or check ids) whose rows, in any of the tables ``names``, differ
     between the latest version and the published view (:func:`published_versions`): what
     commits of a run that did not publish (killed, or still running) wrote; None when there are
