@@ -34,6 +34,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from pipeline.session import is_local_path
 from pipeline.settings import Limits
 from udfs.errors import internal_error_message
 from udfs.spec.contract import (
@@ -356,16 +357,6 @@ def _read_files(limits: Limits) -> Any:
     return run
 
 
-def _is_local(spark: SparkSession, path: str) -> bool:
-    scheme = urlparse(path).scheme
-    if scheme == "file":
-        return True
-    if scheme:
-        return False
-    default_fs = spark._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
-    return default_fs.startswith("file:")
-
-
 def _is_spec_name(name: str) -> bool:
     # Spark's file listing skips names starting with "_" or "." (Hadoop's hidden files); so do we.
     return not name.startswith(("_", ".")) and name.lower().endswith(SPEC_SUFFIXES)
@@ -376,7 +367,7 @@ def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dic
     is not a readable regular file (a FIFO would block its reader forever; a broken link
     fails the whole listing in Spark). Local paths are listed with ``os`` (which tells a
     FIFO from a file; Hadoop's local file system does not), others with Hadoop's FileSystem."""
-    if _is_local(spark, path):
+    if is_local_path(spark, path):
         return _list_local(urlparse(path).path if path.startswith("file:") else path)
     jvm = spark._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(path)

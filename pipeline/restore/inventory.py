@@ -13,7 +13,9 @@ A given path is a savepoint folder, its ``_metadata`` file, or any folder above 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,6 +23,7 @@ from pyspark.sql import functions as F
 from pipeline.options import Summary
 from pipeline.progress import Progress
 from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
+from pipeline.session import is_local_path
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import SAVEPOINT_OPERATORS_COLUMNS
 
@@ -45,25 +48,44 @@ class InventorySummary(Summary):
 def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:
     """The savepoints under ``paths``: a ``_metadata`` file or a folder holding one as given,
     any other folder searched for ``_metadata`` files (their folders, as URIs)."""
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
     found: list[str] = []
     for given in paths:
-        hpath = jvm.org.apache.hadoop.fs.Path(given)
-        fs = hpath.getFileSystem(conf)
-        if not fs.exists(hpath):
-            found.append(given)  # read_savepoint_tables reports it as an error row
-            continue
-        status = fs.getFileStatus(hpath)
-        if status.isFile() or fs.exists(jvm.org.apache.hadoop.fs.Path(hpath, "_metadata")):
-            found.append(given)
-            continue
-        files = fs.listFiles(hpath, True)
-        while files.hasNext():
-            f = files.next().getPath()
-            if f.getName() == "_metadata":
-                found.append(f.getParent().toString())
+        if is_local_path(spark, given):
+            found.extend(_find_local(given))
+        else:
+            found.extend(_find_hadoop(spark, given))
     return sorted(dict.fromkeys(found))
+
+
+def _find_local(given: str) -> list[str]:
+    # Named as Hadoop's listing names them (file:/abs/path), so a table's savepoint keys do
+    # not depend on which lister found them.
+    path = urlparse(given).path if given.startswith("file:") else given
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isfile(os.path.join(path, "_metadata")):
+        return [given]  # a missing path: read_savepoint_tables reports it as an error row
+    found = []
+    for folder, dirs, names in os.walk(os.path.abspath(path)):
+        dirs.sort()
+        if "_metadata" in names:
+            found.append("file:" + folder)
+    return found
+
+
+def _find_hadoop(spark: SparkSession, given: str) -> list[str]:
+    jvm = spark._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(given)
+    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+    if not fs.exists(hpath):
+        return [given]
+    if fs.getFileStatus(hpath).isFile() or fs.exists(jvm.org.apache.hadoop.fs.Path(hpath, "_metadata")):
+        return [given]
+    found = []
+    files = fs.listFiles(hpath, True)
+    while files.hasNext():
+        f = files.next().getPath()
+        if f.getName() == "_metadata":
+            found.append(f.getParent().toString())
+    return found
 
 
 def inventory(

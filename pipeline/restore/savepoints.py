@@ -19,17 +19,20 @@ gives its state rows an ``unreadable_reason``; the other savepoints go on.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
+from urllib.parse import urlparse
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.session import SetupError
+from pipeline.session import SetupError, is_local_path
 from pipeline.tables.columns import SAVEPOINT_STATES_COLUMNS, column_type, struct
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
 from udfs.savepoint.state_rows import state_rows
@@ -305,6 +308,16 @@ def resolve_metadata_files(
     files: dict[str, list[str]] = {}
     errors: list[dict] = []
     for given in paths:
+        if is_local_path(spark, given):
+            found = _stat_local(given)
+            if isinstance(found, str):
+                errors.append(_error(given, None, found))
+                continue
+            uri, length, mtime = found
+            files.setdefault(uri, []).append(given)
+            if identity is not None:
+                identity[given] = f"{uri} {length} {mtime}"
+            continue
         try:
             hpath = jvm.org.apache.hadoop.fs.Path(given)
             fs = hpath.getFileSystem(conf)
@@ -332,6 +345,33 @@ def resolve_metadata_files(
         except Exception as e:  # an unknown scheme or a bad URI: that savepoint only
             errors.append(_error(given, None, f"cannot open savepoint path: {_java_message(e)}"))
     return files, errors
+
+
+def _stat_local(given: str) -> tuple[str, int, int] | str:
+    """A local savepoint's ``_metadata`` as Hadoop's local file system would list it (URI,
+    length, modification time in milliseconds), or the error; the same answers as the Hadoop
+    branch of :func:`resolve_metadata_files` without a JVM round trip per call (2.8 s for
+    1,000 savepoints)."""
+    path = os.path.abspath(urlparse(given).path if given.startswith("file:") else given)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "savepoint path does not exist"
+    except OSError as e:
+        return f"cannot open savepoint path: {e.strerror}"
+    if stat.S_ISDIR(st.st_mode):
+        path = os.path.join(path, "_metadata")
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return "no _metadata file in the savepoint folder"
+    elif not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size > MAX_METADATA_BYTES:
+        return f"file of {st.st_size} bytes is too large to be a Flink _metadata"
+    return "file:" + path, st.st_size, st.st_mtime_ns // 1_000_000
 
 
 def _java_message(e: Exception) -> str:
@@ -459,14 +499,41 @@ def _judge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], heads: DataFrame) -> DataFrame:
     """``savepoint_states``: one row per saved state of each savepoint, named as given
     (``given``: pairs of the name and the path it was read under), from the heads of its
-    state streams."""
+    state streams.
+
+    Each partition arrives sorted by savepoint and stream and is decoded savepoint after
+    savepoint in one Python pass: a ``groupBy().applyInPandas`` paid a pandas frame per
+    savepoint and, its shuffle coalesced by AQE, ran the whole fleet in one task (7 s of
+    the 1,000-savepoint inventory's 24 s)."""
     paths = spark.createDataFrame(list(given) or [], "given string, savepoint_path string")
     named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
     schema = struct(SAVEPOINT_STATES_COLUMNS)
+    columns = schema.fieldNames()
 
-    def rows(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values(["operator_index", "subtask", "stream_kind"])
-        ops = operator_states(StreamHead.from_row(r) for r in pdf.to_dict("records"))
-        return pd.DataFrame(state_rows(pdf["given"].iloc[0], ops), columns=schema.fieldNames())
+    def rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        out: list = []
+        name, streams = None, []
+        for batch in batches:
+            for record in batch.to_dict("records"):
+                if record["given"] != name and streams:
+                    out.extend(state_rows(name, operator_states(StreamHead.from_row(r) for r in streams)))
+                    streams = []
+                name = record["given"]
+                streams.append(record)
+            if len(out) >= _STATE_ROWS_PER_BATCH:
+                yield pd.DataFrame(out, columns=columns)
+                out = []
+        if streams:
+            out.extend(state_rows(name, operator_states(StreamHead.from_row(r) for r in streams)))
+        if out:
+            yield pd.DataFrame(out, columns=columns)
 
-    return named.groupBy("given").applyInPandas(rows, schema)
+    # An explicit partition count: AQE does not coalesce it, so every core decodes.
+    parts = max(1, spark.sparkContext.defaultParallelism)
+    ordered = named.repartition(parts, "given").sortWithinPartitions(
+        "given", "operator_index", "subtask", "stream_kind", "handle", "source"
+    )
+    return ordered.mapInPandas(rows, schema)
+
+
+_STATE_ROWS_PER_BATCH = 5000
