@@ -362,8 +362,8 @@ def _is_spec_name(name: str) -> bool:
     return not name.startswith(("_", ".")) and name.lower().endswith(SPEC_SUFFIXES)
 
 
-def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dict]]:
-    """The spec files under ``path`` (URIs), and an error row for each spec-named entry that
+def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dict], int]:
+    """The spec files under ``path`` (URIs), their bytes in all, and an error row for each spec-named entry that
     is not a readable regular file (a FIFO would block its reader forever; a broken link
     fails the whole listing in Spark). Local paths are listed with ``os`` (which tells a
     FIFO from a file; Hadoop's local file system does not), others with Hadoop's FileSystem."""
@@ -374,7 +374,7 @@ def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dic
     fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
     if not fs.exists(hpath):
         raise InputError(f"input path {path} does not exist")
-    files, errors = [], []
+    files, errors, size = [], [], 0
     it = fs.listFiles(hpath, True)
     while it.hasNext():
         st = it.next()
@@ -386,9 +386,10 @@ def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dic
             errors.append(_file_error(uri, "CORRUPT_GZIP", _EMPTY_GZIP))
         elif st.isFile():
             files.append(uri)
+            size += st.getLen()
         else:
             errors.append(_file_error(uri, "NOT_A_FILE", "not a regular file; none of its graphs is read"))
-    return files, errors
+    return files, errors, size
 
 
 # Spark's file scans skip 0-byte files, so an empty .gz never reaches _file_texts; it is
@@ -396,7 +397,7 @@ def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dic
 _EMPTY_GZIP = "an empty file (0 bytes), which is not a gzip file; none of its graphs is read"
 
 
-def _list_local(path: str) -> tuple[list[str], list[dict]]:
+def _list_local(path: str) -> tuple[list[str], list[dict], int]:
     if not os.path.lexists(path):
         raise InputError(f"input path {path} does not exist")
     path = os.path.abspath(path)
@@ -407,16 +408,17 @@ def _list_local(path: str) -> tuple[list[str], list[dict]]:
         for folder, dirs, names in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
             entries.extend(os.path.join(folder, n) for n in sorted(names) if _is_spec_name(n))
-    files, errors = [], []
+    files, errors, size = [], [], 0
     for entry in entries:
         uri = "file://" + entry
         try:
-            mode = os.stat(entry).st_mode
+            st = os.stat(entry)
         except OSError as e:
             why = "a broken symbolic link" if os.path.islink(entry) else e.strerror
             errors.append(_file_error(uri, "FILE_UNREADABLE", f"cannot be opened ({why}); none of its graphs is read"))
             continue
-        if stat.S_ISREG(mode) and entry.lower().endswith(".gz") and os.path.getsize(entry) == 0:
+        mode = st.st_mode
+        if stat.S_ISREG(mode) and entry.lower().endswith(".gz") and st.st_size == 0:
             errors.append(_file_error(uri, "CORRUPT_GZIP", _EMPTY_GZIP))
         elif not stat.S_ISREG(mode):
             kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
@@ -425,14 +427,15 @@ def _list_local(path: str) -> tuple[list[str], list[dict]]:
             errors.append(_file_error(uri, "FILE_UNREADABLE", "no permission to read it; none of its graphs is read"))
         else:
             files.append(uri)
-    return files, errors
+            size += st.st_size
+    return files, errors, size
 
 
 def read_texts(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
     """:data:`TEXT_SCHEMA` rows (one per graph text, or per file/line error), spread evenly
-    over ``spark.sql.shuffle.partitions`` partitions whatever the files' sizes."""
+    over partitions sized to the input (:func:`text_partitions`) whatever the files' layout."""
     limits = limits or Limits.from_settings()
-    files, errors = list_spec_files(spark, path)
+    files, errors, size = list_spec_files(spark, path)
     if not files and not errors:
         raise InputError(f"no *.json, *.jsonl (or .gz) files under {path}")
     frames = []
@@ -444,4 +447,16 @@ def read_texts(spark: SparkSession, path: str, limits: Limits | None = None) -> 
     texts = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     # Round-robin, so the per-graph step's parallelism does not depend on the file layout
     # (bench/split_fleet.py: one gzip file vs 100).
-    return texts.repartition(int(spark.conf.get("spark.sql.shuffle.partitions")))
+    return texts.repartition(text_partitions(size, int(spark.conf.get("spark.sql.shuffle.partitions"))))
+
+
+# Spec bytes (as stored, gzip or not) per partition of the graph texts: about 100 graphs of a
+# gzip'd fleet, 0.3 s of per-graph work. Every partition is a task in each of the run's
+# stages downstream (a one-job deploy gate ran 40-task stages for 2 graphs).
+BYTES_PER_PARTITION = 256 * 1024
+
+
+def text_partitions(size: int, most: int) -> int:
+    """Partitions for ``size`` bytes of spec files: one per :data:`BYTES_PER_PARTITION`, at
+    least one, at most ``most`` (``spark.sql.shuffle.partitions``)."""
+    return max(1, min(most, -(-size // BYTES_PER_PARTITION)))
