@@ -123,9 +123,10 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
     spark_conf = settings.spark
     # Python workers must run this interpreter (the venv's), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = os.environ.get("FLINK_JOBGRAPH_MASTER", spark_conf.master)
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(os.environ.get("FLINK_JOBGRAPH_MASTER", spark_conf.master))
+        .master(master)
         .config("spark.jars", ",".join(jar_paths(settings)))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
@@ -147,6 +148,8 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
+    if master.startswith("local"):
+        builder = builder.config("spark.python.daemon.module", "pipeline.worker_daemon")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
