@@ -47,6 +47,9 @@ class SparkSettings:
     # added to them for one job's deploy gate (check-restore --savepoint): a run of seconds, where
     # C2's compile time is never won back (docs/settings.md)
     one_job_java_options: str = "-XX:TieredStopAtLevel=1"
+    # Spark SQL confs set for one job's deploy gate, as (name, value) pairs: whole-stage code
+    # generation off, whose compiles a cold JVM never wins back on a few rows (docs/settings.md)
+    one_job_spark_conf: tuple[tuple[str, Any], ...] = ()
 
 
 CHAINS_ENGINES = ("graphframes", "dataframe")
@@ -166,8 +169,9 @@ class Settings:
             value = getattr(self, f.name)
             if dataclasses.is_dataclass(value):
                 value = {s.name: getattr(value, s.name) for s in dataclasses.fields(value)}
-                if "graphframes_spark_conf" in value:
-                    value["graphframes_spark_conf"] = dict(value["graphframes_spark_conf"])
+                for key in ("graphframes_spark_conf", "one_job_spark_conf"):
+                    if key in value:
+                        value[key] = dict(value[key])
             out[f.name] = value
         return out
 
@@ -195,7 +199,7 @@ def _section(name: str, section_type: type, raw: dict[str, Any]) -> Any:
         if choices is not None and value not in choices:
             raise SettingsError(f"unknown {dotted} {value!r}; use {' or '.join(sorted(choices))}")
         default = fields[key].default
-        if key == "graphframes_spark_conf":
+        if key.endswith("_spark_conf"):
             if not isinstance(value, dict):
                 raise SettingsError(f"setting {dotted} must be an object of Spark confs, got {value!r}")
             value = tuple(value.items())

@@ -154,7 +154,11 @@ def run_checks(
         lines = decide
     savepoints = _read_savepoints(spark, lines, stream)
     progress.say(f"savepoints read: {len({c.savepoint_path for c in lines if c.savepoint_path})}")
-    checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors)
+    # checkpointed: the decide plan reads it five times, and planning five copies of its joins
+    # cost a one-job check about a second on the driver
+    checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors).localCheckpoint(
+        eager=True
+    )
     decided = _decide(spark, checks, savepoints, stream, run.tables, prove_fixes).localCheckpoint(eager=True)
     results = _table(decided, "restore_checks", RESTORE_CHECKS_COLUMNS)
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
@@ -241,8 +245,9 @@ def _checks_frame(
         F.first(F.concat(F.lit("rejected graph: "), F.col("error_code"), F.lit(": "), F.col("message"))).alias("g_err")
     )
     s_err = sp_errors.groupBy(F.col("savepoint").alias("savepoint_path")).agg(
-        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error")))
-        .alias("s_err")
+        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error"))).alias(
+            "s_err"
+        )
     )
     return (
         manifest.join(info, "graph_id", "left")
@@ -301,8 +306,9 @@ def _decide(
         heads.select(
             F.col("savepoint").alias("_key"),
             F.lit("st").alias("kind"),
-            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")]))
-            .alias("payload"),
+            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")])).alias(
+                "payload"
+            ),
         ),
         "_key",
     )

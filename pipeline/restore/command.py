@@ -138,6 +138,8 @@ def run_one_job(args: argparse.Namespace) -> int:
         settings = load_settings(overrides(args.set))
         one_job = f"{settings.spark.driver_java_options} {settings.spark.one_job_java_options}".strip()
         spark = get_spark(settings.with_overrides({"spark.driver_java_options": one_job}))
+        for key, value in settings.spark.one_job_spark_conf:
+            spark.conf.set(key, str(value))
         savepoint = gate.latest_savepoint(spark, args.savepoint)
         result = gate.run_gate(
             spark, settings, new, graph_id, savepoint, args.allow_non_restored_state, args.output,
