@@ -6,10 +6,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
-from pyspark.sql import SparkSession
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
 from pipeline.settings import CONF_DIR, ROOT, Settings
 
@@ -196,3 +200,14 @@ def is_local_path(spark: SparkSession, path: str) -> bool:
         return False
     default_fs = spark._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
     return default_fs.startswith("file:")
+
+
+def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str | T.StructType) -> DataFrame:
+    """A DataFrame of rows the driver holds (tuples in the schema's column order), handed to
+    the JVM as Arrow. ``createDataFrame`` of a Python list instead pickles them through a
+    Python task, in a worker pool of its own: its first use in a run cost 0.7 s."""
+    struct = schema if isinstance(schema, T.StructType) else T._parse_datatype_string(schema)
+    rows = list(rows)
+    if not rows:  # pandas' Arrow path takes no empty frame; an empty RDD runs no task at all
+        return spark.createDataFrame(spark.sparkContext.emptyRDD(), struct)
+    return spark.createDataFrame(pd.DataFrame(rows, columns=struct.fieldNames(), dtype=object), struct)

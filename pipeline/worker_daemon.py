@@ -12,6 +12,7 @@ path before a task adds it, and a daemon that cannot start fails every task.
 from __future__ import annotations
 
 import importlib
+import os
 
 # The modules whose functions run on the workers (UDFs, mapInPandas bodies) and what they
 # import at a task's start; a missing one only costs its import later, in the worker.
@@ -36,8 +37,18 @@ def preload() -> None:
             pass
 
 
+def serves_sql_workers() -> bool:
+    """Whether this daemon forks the workers of SQL's Python execs (UDFs, mapInPandas,
+    applyInPandas), which Spark starts with ``SPARK_SIMPLIFIED_TRACEBACK`` set. RDD-API tasks
+    (``createDataFrame`` of a Python list pickles its rows through one) get a daemon of their
+    own, keyed by their other environment, whose workers import none of the above: preloading
+    there cost a one-job check a second."""
+    return "SPARK_SIMPLIFIED_TRACEBACK" in os.environ
+
+
 if __name__ == "__main__":
-    preload()
+    if serves_sql_workers():
+        preload()
     from pyspark import daemon
 
     daemon.manager()

@@ -55,7 +55,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipeline.session import SetupError, import_graphframes
+from pipeline.session import SetupError, import_graphframes, local_frame
 from pipeline.settings import Settings
 
 
@@ -89,7 +89,7 @@ def _pointer_jumping(chain_edges: DataFrame) -> tuple[DataFrame, int]:
         frontier = step.where(F.col("next").isNotNull() & ~F.col("done")).select(
             "graph_id", "node_id", F.col("next").alias("ptr")
         )
-    out = chain_edges.sparkSession.createDataFrame([], "graph_id string, node_id int, root int")
+    out = local_frame(chain_edges.sparkSession, [], "graph_id string, node_id int, root int")
     for r in resolved:
         out = out.unionByName(r)
     return out, rounds

@@ -24,6 +24,7 @@ from pipeline.compute import stage as fused
 from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.options import Summary
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
+from pipeline.session import local_frame
 from pipeline.settings import Settings, load_settings
 from pipeline.tables import delta_writer as delta_sink
 from pipeline.tables.catalog import COMMAND_TABLES
@@ -91,7 +92,7 @@ def read_ingested(spark: SparkSession, folder: str) -> StreamTables:
     if delta_sink.DeltaTable.isDeltaTable(spark, errors_path):
         errors = read("graph_errors", ERROR_COLUMNS)
     else:
-        errors = spark.createDataFrame([], "graph_id string, error_code string, message string, source_file string")
+        errors = local_frame(spark, [], "graph_id string, error_code string, message string, source_file string")
     return StreamTables(
         read("stream_graphs", GRAPH_COLUMNS), read("stream_nodes", NODE_COLUMNS), read("stream_edges", EDGE_COLUMNS),
         errors,
@@ -239,7 +240,7 @@ def compute_run(
     if graph_fps is not None and not keep_stream:
         tables.append(fingerprints.rows(graph_fps, skip.rules_version))
     elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
-        tables.append(spark.createDataFrame([], fingerprints.SCHEMA))
+        tables.append(local_frame(spark, [], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
@@ -263,7 +264,7 @@ def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataF
     unchanged = fp.where(F.col("skipped") == F.col("n")).select("graph_id")
     ids = graph.join(unchanged, "graph_id", "left_anti")
     if rejected:
-        ids = ids.unionByName(spark.createDataFrame([(g,) for g in rejected], "graph_id string")).distinct()
+        ids = ids.unionByName(local_frame(spark, [(g,) for g in rejected], "graph_id string")).distinct()
     return ids
 
 
@@ -385,12 +386,12 @@ def _rejections(
     if repeated:
         dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
     else:
-        dupes = spark.createDataFrame([], ", ".join(f"{c} string" for c in ERROR_COLUMNS))
+        dupes = local_frame(spark, [], ", ".join(f"{c} string" for c in ERROR_COLUMNS))
     errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
         summary.graphs_in = counts.graphs["graph"]
-        out = F.broadcast(spark.createDataFrame([(g,) for g in rejected], "graph_id string"))
+        out = F.broadcast(local_frame(spark, [(g,) for g in rejected], "graph_id string"))
         rows = rows.join(out, "graph_id", "left_anti")
         chain_errors = chain_errors.join(graph_rows.select("graph_id", "source_file").distinct(), "graph_id", "left")
         errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS).unionByName(dupes.select(*ERROR_COLUMNS))

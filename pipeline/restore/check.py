@@ -42,6 +42,7 @@ from pipeline.restore.savepoints import (
     resolve_metadata_files,
     savepoint_states,
 )
+from pipeline.session import local_frame
 from pipeline.settings import Settings
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import (
@@ -169,7 +170,7 @@ def run_checks(
         given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
         states = savepoint_states(spark, given, savepoints.heads)
         fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
-        check_fps = spark.createDataFrame(fp_rows, incremental.SCHEMA)
+        check_fps = local_frame(spark, fp_rows, incremental.SCHEMA)
         _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings)
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
@@ -232,9 +233,9 @@ def _checks_frame(
     """One row per manifest line with the new graph's Flink line and chaining flag, and the
     reason it cannot be decided (``error``: a bad line, a rejected or unknown graph, a
     savepoint that cannot be read, named by its path)."""
-    rows = [{**asdict(c), "manifest_error": c.error} for c in lines]
     columns = [f.split()[0] for f in _MANIFEST_SCHEMA.split(", ")]
-    manifest = spark.createDataFrame(pd.DataFrame(rows, columns=columns).astype(object), _MANIFEST_SCHEMA)
+    rows = [{**asdict(c), "manifest_error": c.error} for c in lines]
+    manifest = local_frame(spark, [tuple(r.get(c) for c in columns) for r in rows], _MANIFEST_SCHEMA)
     info = stream.graphs.select("graph_id", "flink_version", "chaining_enabled")
     old_info = stream.graphs.select(
         F.col("graph_id").alias("savepoint_graph_id"),
@@ -343,7 +344,7 @@ def _table(decided: DataFrame, name: str, columns: list[str]) -> DataFrame:
 def _savepoint_operators(spark: SparkSession, lines: list[CheckLine], operators: DataFrame) -> DataFrame:
     """``savepoint_operators``: the parsed operators under each savepoint as the manifest gives it."""
     given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
-    paths = spark.createDataFrame(given or [], "savepoint string, savepoint_path string")
+    paths = local_frame(spark, given, "savepoint string, savepoint_path string")
     return (
         operators.withColumnRenamed("savepoint", "savepoint_path")
         .join(paths, "savepoint_path")
@@ -367,9 +368,9 @@ def _write(
 ) -> None:
     """The restore tables, each replaced by its key (``check_id``; ``savepoint`` for the
     savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
-    check_ids = spark.createDataFrame(sorted({(c.check_id,) for c in lines}) or [], "check_id string")
-    savepoints = spark.createDataFrame(
-        sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}) or [], "savepoint string"
+    check_ids = local_frame(spark, sorted({(c.check_id,) for c in lines}), "check_id string")
+    savepoints = local_frame(
+        spark, sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}) or [], "savepoint string"
     )
     writes = [
         delta_writer.TableWrite("savepoint_operators", sp_table, key="savepoint", ids=savepoints),

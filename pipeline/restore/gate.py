@@ -165,7 +165,7 @@ def render(result: GateResult) -> list[str]:
         lines.append(f"  why: {c.get('message')}")
     for f in result.fixes:
         name = f.get("counterpart_name") or f.get("old_name")
-        target = f" on \"{name}\"" if name else (f" for state '{f['state_name']}'" if f.get("state_name") else "")
+        target = f' on "{name}"' if name else (f" for state '{f['state_name']}'" if f.get("state_name") else "")
         proof = {True: " [proven: the patched job restores]", False: " [not enough alone]"}.get(f.get("verified"), "")
         lines.append(f"  fix{target}: {f.get('fix_code')}{proof}")
     for p in result.problems:

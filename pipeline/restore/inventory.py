@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pipeline.options import Summary
 from pipeline.progress import Progress
 from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
-from pipeline.session import is_local_path
+from pipeline.session import is_local_path, local_frame
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import SAVEPOINT_OPERATORS_COLUMNS
 
@@ -107,7 +107,7 @@ def inventory(
         operators = tables.operators.select(*SAVEPOINT_OPERATORS_COLUMNS)
         states = savepoint_states(spark, [(s, s) for s in savepoints], tables.heads).localCheckpoint(eager=True)
         errors = tables.errors.select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
-    ids = spark.createDataFrame([(s,) for s in savepoints], "savepoint string")
+    ids = local_frame(spark, [(s,) for s in savepoints], "savepoint string")
     writes = [delta_writer.TableWrite(t, df, key="savepoint", ids=ids) for t, df in zip(
         TABLES, (operators, states, errors), strict=True)]  # fmt: skip
     delta_writer.write_run(spark, output, writes, ids, say=progress.say, deletion_vectors=deletion_vectors)

@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.session import SetupError, is_local_path
+from pipeline.session import SetupError, is_local_path, local_frame
 from pipeline.tables.columns import SAVEPOINT_STATES_COLUMNS, column_type, struct
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
 from udfs.savepoint.state_rows import state_rows
@@ -402,7 +402,7 @@ def read_savepoint_tables(
     frames = []
     if files:
         targets = {uri: [(g, flink_lines.get(g)) for g in given] for uri, given in files.items()}
-        uris = spark.createDataFrame([(u,) for u in sorted(files)], "path string")
+        uris = local_frame(spark, [(u,) for u in sorted(files)], "path string")
         slices = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
         head = _read_head(F.col("path"), 0, MAX_METADATA_BYTES)
         raw = uris.repartition(slices).select(
@@ -412,7 +412,7 @@ def read_savepoint_tables(
     if error_rows:
         frames.append(spark.createDataFrame(pd.DataFrame(error_rows, columns=_COMBINED_COLUMNS), _COMBINED_SCHEMA))
     if not frames:
-        combined = spark.createDataFrame([], _COMBINED_SCHEMA)
+        combined = local_frame(spark, [], _COMBINED_SCHEMA)
     else:
         combined = frames[0]
         for frame in frames[1:]:
@@ -505,7 +505,7 @@ def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], head
     savepoint in one Python pass: a ``groupBy().applyInPandas`` paid a pandas frame per
     savepoint and, its shuffle coalesced by AQE, ran the whole fleet in one task (7 s of
     the 1,000-savepoint inventory's 24 s)."""
-    paths = spark.createDataFrame(list(given) or [], "given string, savepoint_path string")
+    paths = local_frame(spark, given, "given string, savepoint_path string")
     named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
     schema = struct(SAVEPOINT_STATES_COLUMNS)
     columns = schema.fieldNames()

@@ -178,9 +178,20 @@ _ARRAY_COLUMNS: dict[str, T.DataType] = {
     "order": T.ArrayType(T.IntegerType()),
     "uncertain": T.MapType(T.StringType(), T.StringType()),
     **dict.fromkeys(
-        ("operator_ids", "user_operator_ids", "dropped_operator_ids", "reasons", "handle_types", "kryo_classes",
-         "pojo_collection_fields", "class_names", "snapshot_classes", "undecidable_reasons", "taken_as_unchanged",
-         "assumes"),
+        (
+            "operator_ids",
+            "user_operator_ids",
+            "dropped_operator_ids",
+            "reasons",
+            "handle_types",
+            "kryo_classes",
+            "pojo_collection_fields",
+            "class_names",
+            "snapshot_classes",
+            "undecidable_reasons",
+            "taken_as_unchanged",
+            "assumes",
+        ),
         _STRINGS,
     ),  # fmt: skip
 }

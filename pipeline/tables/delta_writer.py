@@ -48,6 +48,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
+from pipeline.session import local_frame
+
 RUNS_TABLE = "runs"
 _KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -381,7 +383,7 @@ def _publish(
             dict(counts) if counts else None,
         )
     ]
-    df = spark.createDataFrame(row, RUNS_SCHEMA).withColumn("finished_at", F.current_timestamp())
+    df = local_frame(spark, row, RUNS_SCHEMA).withColumn("finished_at", F.current_timestamp())
     path = table_path(output, RUNS_TABLE)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
