@@ -6,8 +6,8 @@ connect to a socket this test listens on (127.0.0.1 only) and write files under 
 watches; a trap executor in their jar would write a marker file if Flink ever picked it. Table/SQL
 jobs are captured the same way and computed by the pipeline exactly as Flink builds them.
 
-Builds the harness for Flink 2.3 and 1.20 with Maven on first use (downloads in CI; a few seconds
-once built).
+Builds the harness for Flink 2.3 and 1.20 (and 1.9 for its local-environment capture) with Maven on
+first use (downloads in CI; a few seconds once built).
 """
 
 from __future__ import annotations
@@ -206,6 +206,74 @@ def test_dependencies_as_maven_coordinates(built, listener, tmp_path, line):
                         env={export_cmd.DEPS_CACHE_ENV: str(cache)})
     assert rc == 2 and "could not resolve org.flinkjobgraph.nope:no-such-artifact:0.0.1 from Maven" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def built19(tmp_path_factory):
+    """Flink 1.9: the harness, its test programs as a thin jar, and as a fat jar that also bundles
+    flink-streaming-java (Flink's own LocalStreamEnvironment among its classes)."""
+    jar = export_cmd.ensure_harness(export_cmd.harness_dir(), "1.9", quiet=True)
+    classes = jar.parent / "test-classes"
+    root = tmp_path_factory.mktemp("exporter19")
+    thin, fat = root / "testjobs-1.9.jar", root / "testjobs-1.9-fat.jar"
+    with zipfile.ZipFile(thin, "w") as t, zipfile.ZipFile(fat, "w") as f:
+        for p in sorted(classes.rglob("*")):
+            if p.is_file():
+                t.write(p, p.relative_to(classes).as_posix())
+                f.write(p, p.relative_to(classes).as_posix())
+        (streaming,) = (jar.parent / "lib").glob("flink-streaming-java_*.jar")
+        with zipfile.ZipFile(streaming) as z:
+            for name in z.namelist():
+                if name.startswith("org/apache/flink/") and name.endswith(".class"):
+                    f.writestr(name, z.read(name))
+    return {"thin": {"1.9": {"harness": jar, "jar": thin}}, "fat": {"1.9": {"harness": jar, "jar": fat}}}
+
+
+def test_flink19_local_environments_are_captured_like_the_context_environment(built19, listener, tmp_path):
+    """Flink 1.9 has no pluggable executors: a program that builds its own local environment
+    (createLocalEnvironment(), createLocalEnvironment(p), new LocalStreamEnvironment(conf),
+    createLocalEnvironmentWithWebUI) is captured at execute() by the harness's stand-in
+    LocalStreamEnvironment, also when the job's fat jar bundles Flink's own. Nothing connects to
+    the socket or writes the file, and the spec is the getExecutionEnvironment() variant's, byte
+    for byte, so the pipeline computes the same job graph (Flink's, checked with --expected)."""
+    from udfs.compute.one_graph import compute_one
+
+    sink_dir = tmp_path / "out"
+
+    def run(mode, *extra, jar="thin"):
+        rc, specs, err = export(built19[jar], "1.9", "LocalEnvSocketToFileJob", "--graph-id", "local19", "--expected",
+                                "-D", "pipeline.max-parallelism=64", *extra, args=(listener.port, sink_dir, mode),
+                                connector=False)  # fmt: skip
+        assert rc == 0 and "nothing was executed" in err, err
+        return specs
+
+    (base,) = run("context", "-p", "2")
+    assert [(n["name"], n["parallelism"], n["max_parallelism"]) for n in base["nodes"]] == [
+        ("Source: Socket Stream", 1, 64), ("Filter", 2, 64), ("Keyed Reduce", 2, 64), ("Sink: Unnamed", 2, 64),
+    ]  # fmt: skip
+    variants = {
+        "createLocalEnvironment()": run("local", "-p", "2"),  # -p: Flink's default local parallelism
+        "createLocalEnvironment(2)": run("local-2", "-p", "3"),  # the program's own setting wins
+        "new LocalStreamEnvironment(conf)": run("new", "-p", "2"),
+        "createLocalEnvironmentWithWebUI(conf)": run("webui", "-p", "2"),
+        "fat jar, createLocalEnvironment()": run("local", "-p", "2", jar="fat"),
+    }
+    for what, specs in variants.items():
+        assert specs == [base], what
+    names = {n["id"]: n["name"] for n in base["nodes"]}
+    _, ops, vertices, _ = compute_one(base)
+    ours = {names[n]: o for n, o in zip(ops["node_id"], ops["operator_id"], strict=True)}
+    flink = {names[int(k)]: v["operator_id"] for k, v in base["expected"]["operators"].items()}
+    assert ours == flink and len(vertices) == len(base["expected"]["job_vertices"]) == 3
+    # Flink's default for new LocalStreamEnvironment() without -p: parallelism 1
+    (one,) = run("new")
+    assert {n["parallelism"] for n in one["nodes"]} == {1}
+    # a local environment clears its transformations after execute(): the second job is its own
+    first, second = run("local-twice", "-p", "2")
+    assert (first["graph_id"], second["graph_id"]) == ("local19#1", "local19#2")
+    assert {k: v for k, v in first.items() if k != "graph_id"} == {k: v for k, v in base.items() if k != "graph_id"}
+    assert [n["name"] for n in second["nodes"]] == ["Source: Socket Stream", "Sink: Print to Std. Out"]
+    _no_side_effects(listener, sink_dir, tmp_path / "trap")
 
 
 def test_sql_jobs_are_captured_and_computed_like_flink(built, spark, settings, tmp_path):

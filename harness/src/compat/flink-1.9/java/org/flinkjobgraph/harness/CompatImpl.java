@@ -29,13 +29,16 @@ public class CompatImpl implements Compat {
     public void installCapture(org.apache.flink.configuration.Configuration conf, ClassLoader userClassLoader)
             throws Exception {
         UserJobExport.installLegacy(conf);
+        LocalCapture.install(conf, userClassLoader);
     }
 
     @Override
     public String captureGuarantee() {
-        return "Flink 1.9 has no pluggable executors: only StreamExecutionEnvironment.getExecutionEnvironment()"
-                + " is captured; a program that creates a local/remote environment itself, or uses the"
-                + " Table API, would run; only -p and -D pipeline.max-parallelism / parallelism.default apply";
+        return "Flink 1.9 has no pluggable executors: StreamExecutionEnvironment.getExecutionEnvironment() and"
+                + " the local environments a program builds itself (createLocalEnvironment, new"
+                + " LocalStreamEnvironment, createLocalEnvironmentWithWebUI) are captured at execute(); a program that"
+                + " creates a remote environment itself, or uses the Table API, would run; only -p and -D"
+                + " pipeline.max-parallelism / parallelism.default apply";
     }
 
     @Override
