@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -64,7 +65,9 @@ def import_graphframes(spark: SparkSession, settings: Settings):
         import graphframes
     if not spark.sparkContext.getCheckpointDir():
         # GraphFrames' connected components checkpoints every few iterations to cut lineage.
-        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="flink-jobgraph-checkpoints-"))
+        folder = tempfile.mkdtemp(prefix="flink-jobgraph-checkpoints-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a run's checkpoints die with it
+        spark.sparkContext.setCheckpointDir(folder)
     return graphframes
 
 

@@ -103,10 +103,14 @@ def test_the_ci_examples_run_as_written(jobs, tmp_path, ci_file, case, code):
     assert flink.verdict == ("FAILS" if code else "RESTORES")
     cli = str(Path(sys.executable).parent / "flink-jobgraph")
     command = _ci_command(ci_file).replace("../flink-jobgraph/.venv/bin/flink-jobgraph", cli)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     env = dict(os.environ, SAVEPOINTS=str(_two_savepoints(folder)), NEW_SPEC=str(folder / "v2.jsonl"),
-               SPARK_LOCAL_IP="127.0.0.1")  # fmt: skip
+               SPARK_LOCAL_IP="127.0.0.1", TMPDIR=str(temp))  # fmt: skip
     proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # a CI step leaves nothing behind: the gate's manifest, exported specs and checkpoints are gone
+    assert sorted(p.name for p in temp.glob("flink-jobgraph-*")) == []
     printed = proc.stdout.splitlines()
     pointer = f"file:{folder}/savepoints/savepoint-1"
     suite = ET.parse(tmp_path / "restore-report.xml").getroot()

@@ -7,6 +7,7 @@ stderr, when it could not (a missing manifest or graphs path, jars not installed
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -125,8 +126,8 @@ def run_one_job(args: argparse.Namespace) -> int:
     from pipeline.session import SetupError, get_spark
     from pipeline.settings import load_settings
 
+    work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-export-"))
     try:
-        work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-export-"))
         new = Path(args.graphs) if args.graphs else _export(args, args.jar, args.main_class, work / "new.jsonl")
         previous = Path(args.previous_graphs) if args.previous_graphs else None
         if args.previous_jar:
@@ -147,6 +148,8 @@ def run_one_job(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except (gate.GateError, ExportError, InputError, SetupError, ValueError, OSError) as e:
         return fail(e)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the exported specs: the tables keep what they hold
     print("\n".join(gate.render(result)))
     if args.report:
         xml, js = gate.write_reports(args.report, result)

@@ -14,6 +14,7 @@ and reads its rows from the run's own tables; they land in ``--output`` when one
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -126,17 +127,20 @@ def run_gate(
     if previous_graph_id:
         check["savepoint_graph_id"] = previous_graph_id
     (work / "checks.jsonl").write_text(json.dumps(check) + "\n")
-    # full: the gate reads its check's rows from this run, so the check is always decided
-    run = run_checks(spark, str(work / "graphs"), str(work / "checks.jsonl"), output, settings, progress,
-                     target_flink=target_flink, full=True)  # fmt: skip
-    read = lambda t: run.tables[t].where(F.col("check_id") == check["check_id"])  # noqa: E731
-    row = read("restore_checks").first()
-    result = GateResult(
-        check=row.asDict() if row else {"verdict": "ERROR", "message": "no result"},
-        problems=[r.asDict() for r in read("restore_state_problems").collect()],
-        fixes=[r.asDict() for r in read("restore_fixes").collect()],
-        savepoint=savepoint,
-    )
+    try:
+        # full: the gate reads its check's rows from this run, so the check is always decided
+        run = run_checks(spark, str(work / "graphs"), str(work / "checks.jsonl"), output, settings, progress,
+                         target_flink=target_flink, full=True)  # fmt: skip
+        read = lambda t: run.tables[t].where(F.col("check_id") == check["check_id"])  # noqa: E731
+        row = read("restore_checks").first()
+        result = GateResult(
+            check=row.asDict() if row else {"verdict": "ERROR", "message": "no result"},
+            problems=[r.asDict() for r in read("restore_state_problems").collect()],
+            fixes=[r.asDict() for r in read("restore_fixes").collect()],
+            savepoint=savepoint,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     result.seconds = round(time.perf_counter() - start, 1)
     return result
 
