@@ -60,6 +60,7 @@ def test_unchanged_checks_are_not_decided_again_and_the_tables_are_a_full_runs(s
     # the same input again: nothing decided, nothing rewritten
     again = check_restore(spark, graphs, checks, out, settings, QUIET)
     assert (again.checks, again.checks_unchanged) == (0, 8)
+    assert again.graphs["skipped"] == again.graphs["in"] == 8  # no graph computed again either
     assert _snapshot(spark, out) == before
 
     # changes: a new savepoint (job 0001's in place of job 0000's), the same savepoint written
@@ -81,6 +82,9 @@ def test_unchanged_checks_are_not_decided_again_and_the_tables_are_a_full_runs(s
     changed = check_restore(spark, graphs, checks, out, settings, QUIET)
     # job 0000's two checks (new savepoint), 0001's two (rewritten savepoint), 0002/strict, 0057's two
     assert (changed.checks, changed.checks_unchanged) == (7, 1)
+    # only job 0057's new version was computed in the first pass; the unchanged graphs of the
+    # checks decided again were computed in a second pass (and the tables are a full run's)
+    assert changed.graphs["skipped"] == changed.graphs["in"] - 1
     reference = str(tmp_path / "full")
     full = check_restore(spark, graphs, checks, reference, settings, QUIET, full=True)
     assert full.checks == 8

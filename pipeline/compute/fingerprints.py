@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pipeline.settings import Settings
 from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS
-from pipeline.tables.delta_writer import published_versions, read_published, table_path
+from pipeline.tables.delta_writer import latest_commit, published_versions, read_published, table_path
 from udfs.spec.contract import ERROR_COLUMNS
 from udfs.spec.fingerprint import REJECTED_FROM
 
@@ -105,7 +105,8 @@ def touched_keys(spark: SparkSession, output: str, names: Sequence[str], key: st
         path = table_path(output, name)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
-        latest = int(DeltaTable.forPath(spark, path).history(1).first()["version"])
+        newest = latest_commit(spark, path)
+        latest = newest[0] if newest else int(DeltaTable.forPath(spark, path).history(1).first()["version"])
         if cut.get(name) is not None and latest == cut[name]:
             continue
         now = spark.read.format("delta").load(path)

@@ -182,16 +182,19 @@ def compute_run(
     progress: Progress | None = None,
     keep_stream: bool = False,
     full: bool = False,
+    known: dict[str, str] | None = None,
 ) -> ComputeRun:
     """:func:`compute`, keeping the stream tables of the run's graphs when ``keep_stream``.
 
     From spec texts the run is incremental: a graph whose fingerprint (its spec, its line's
     profile, the rules version: :mod:`udfs.spec.fingerprint`) the output's published
     ``graph_fingerprints`` hold is not recomputed, its rows stay; the fingerprints of the graphs
-    computed are written with the tables. ``full`` recomputes every graph. ``keep_stream``
-    (check-restore, whose check needs every graph's stream tables) computes every graph and
-    writes no graph_fingerprints: it returns them, to key its checks by. An ingested folder has
-    none either (its graphs are rows already).
+    computed are written with the tables, and every graph's are returned (check-restore keys
+    its checks by them). ``full`` recomputes every graph. ``known`` (graph_id -> fingerprint)
+    skips those graphs instead of the output's: check-restore's second pass, which computes only
+    the graphs its changed checks need that the first pass skipped. ``keep_stream`` keeps the
+    stream tables of the graphs computed. An ingested folder has no fingerprints (its graphs
+    are rows already) and is computed whole.
     ``output`` None (one job's deploy gate without ``--output``): nothing is written; the run's
     tables are in the returned :class:`ComputeRun` as they are with an output."""
     progress = progress or Progress()
@@ -200,13 +203,13 @@ def compute_run(
     ingested = None if from_texts else read_ingested(spark, input_path)
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
     skip = None
-    if from_texts and keep_stream:  # check-restore's graphs: every one computed, fingerprinted for its checks
-        skip = fused.Skip(fingerprints.rules_version(settings), None)
-    elif from_texts:
+    if from_texts:
         version = fingerprints.rules_version(settings)
-        known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
-        if known:
-            progress.say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
+        if known is None:
+            known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
+            if known:
+                say = progress.say
+                say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
         skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(
@@ -237,14 +240,14 @@ def compute_run(
     run_ids = _run_ids(spark, counts, rejected)
     tables = [operators, vertices, job_edges, errors]
     graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
-    if graph_fps is not None and not keep_stream:
+    if graph_fps is not None:
         tables.append(fingerprints.rows(graph_fps, skip.rules_version))
-    elif not keep_stream:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
+    else:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(local_frame(spark, [], fingerprints.SCHEMA))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
-        kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint")
+        kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
     if not keep_stream:
         stream = None
     elif ingested is not None:

@@ -138,21 +138,24 @@ def run_checks(
     tables, never the output's, either way."""
     progress = progress or Progress()
     summary = RestoreSummary()
-    run = compute_run(spark, graphs_path, output, settings, progress, keep_stream=True)
+    run = compute_run(spark, graphs_path, output, settings, progress, keep_stream=True, full=full)
     s = run.summary
-    summary.graphs = {"in": s.graphs_in, "processed": s.graphs_processed, "rejected": s.graphs_rejected}
-    stream = _stream_of(spark, run, graphs_path)
+    summary.graphs = {"in": s.graphs_in, "processed": s.graphs_processed, "rejected": s.graphs_rejected,
+                      "skipped": s.graphs_skipped}  # fmt: skip
+    graph_fps = _graph_fingerprints(run)
     lines = read_manifest(spark, checks_path, target_flink)
     fps: dict[str, str | None] = {}
     if output is not None:
         version = incremental.restore_rules_version(settings, prove_fixes)
-        fps = _check_fingerprints(spark, lines, run, version)
+        fps = _check_fingerprints(spark, lines, graph_fps, version)
         known = {} if full else incremental.known_checks(spark, output, progress.say)
         decide = [c for c in lines if fps[c.line] is None or known.get(c.check_id) != fps[c.line]]
         summary.checks_unchanged = len(lines) - len(decide)
         if known:
             progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
         lines = decide
+        run = _with_skipped_graphs(spark, run, graphs_path, settings, progress, lines, graph_fps)
+    stream = _stream_of(spark, run, graphs_path)
     savepoints = _read_savepoints(spark, lines, stream)
     progress.say(f"savepoints read: {len({c.savepoint_path for c in lines if c.savepoint_path})}")
     # checkpointed: the decide plan reads it five times, and planning five copies of its joins
@@ -190,8 +193,59 @@ def run_checks(
     return RestoreRun(summary, tables)
 
 
+@dataclass
+class _GraphFingerprints:
+    """The run's graphs' spec fingerprints (a graph_id read twice has none) and which of them
+    the run skipped as unchanged (their rows are the output's, not the run's)."""
+
+    fingerprints: dict[str, str]
+    skipped: set[str]
+
+
+def _graph_fingerprints(run: ComputeRun) -> _GraphFingerprints:
+    rows = run.tables["graph_fingerprints"].collect() if "graph_fingerprints" in run.tables else []
+    copies = Counter(r["graph_id"] for r in rows)
+    once = [r for r in rows if copies[r["graph_id"]] == 1]
+    fingerprints = {r["graph_id"]: r["fingerprint"] for r in once}
+    return _GraphFingerprints(fingerprints, {r["graph_id"] for r in once if r["skipped"]})
+
+
+def _with_skipped_graphs(
+    spark: SparkSession,
+    run: ComputeRun,
+    graphs_path: str,
+    settings: Settings,
+    progress: Progress,
+    lines: list[CheckLine],
+    graphs: _GraphFingerprints,
+) -> ComputeRun:
+    """``run`` with the graphs the checks to decide need (new and previous versions) that it
+    skipped as unchanged: a check is decided again when its savepoint changed even if its graphs
+    did not, and deciding reads its graphs' rows. They are computed in a second pass that
+    skips every other graph and writes nothing; a re-run whose checks are all unchanged has no
+    second pass and computes only the graphs that changed."""
+    needed = {c.graph_id for c in lines} | {c.savepoint_graph_id for c in lines if c.savepoint_graph_id}
+    missing = sorted(needed & graphs.skipped)
+    if not missing:
+        return run
+    progress.say(f"graphs: {len(missing)} unchanged graphs the changed checks need, computed again")
+    others = {gid: fp for gid, fp in graphs.fingerprints.items() if gid not in set(missing)}
+    again = compute_run(spark, graphs_path, None, settings, progress, keep_stream=True, known=others)
+    ids = F.broadcast(local_frame(spark, [(g,) for g in missing], "graph_id string"))
+    only = lambda df: df.join(ids, "graph_id", "left_semi")  # noqa: E731
+    tables = dict(run.tables)
+    for name in ("operators", "job_vertices", "job_edges", "graph_errors"):
+        tables[name] = run.tables[name].unionByName(only(again.tables[name]))
+    a, b = run.stream, again.stream
+    stream = StreamTables(
+        a.graphs.unionByName(only(b.graphs)), a.nodes.unionByName(only(b.nodes)),
+        a.edges.unionByName(only(b.edges)), a.errors.unionByName(only(b.errors)),
+    )  # fmt: skip
+    return ComputeRun(run.summary, stream, tables)
+
+
 def _check_fingerprints(
-    spark: SparkSession, lines: list[CheckLine], run: ComputeRun, version: str
+    spark: SparkSession, lines: list[CheckLine], graphs: _GraphFingerprints, version: str
 ) -> dict[str, str | None]:
     """Per manifest line (its ``line``), the check's fingerprint under the restore rules
     ``version`` (:mod:`pipeline.restore.incremental`): the savepoints listed once on the driver,
@@ -200,11 +254,9 @@ def _check_fingerprints(
     identity: dict[str, str] = {}
     paths = sorted({c.savepoint_path for c in lines if c.savepoint_path and c.error is None})
     resolve_metadata_files(spark, paths, identity)
-    rows = run.tables["graph_fingerprints"].collect() if "graph_fingerprints" in run.tables else []
-    copies = Counter(gid for gid, _ in rows)
-    graphs = {gid: fp for gid, fp in rows if copies[gid] == 1}
     return {
-        c.line: incremental.check_fingerprint(c, identity.get(c.savepoint_path or ""), graphs, version) for c in lines
+        c.line: incremental.check_fingerprint(c, identity.get(c.savepoint_path or ""), graphs.fingerprints, version)
+        for c in lines
     }
 
 

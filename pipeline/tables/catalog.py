@@ -41,6 +41,7 @@ COMMAND_TABLES: dict[str, tuple[str, ...]] = {
         "job_vertices",
         "job_edges",
         "graph_errors",
+        "graph_fingerprints",
         "savepoint_operators",
         "savepoint_states",
         "restore_checks",

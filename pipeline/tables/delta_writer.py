@@ -26,12 +26,16 @@ way, is docs/faults.md. In short:
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
 from delta.exceptions import (
     ConcurrentAppendException,
@@ -48,7 +52,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
-from pipeline.session import local_frame
+from pipeline.session import is_local_path, local_frame
 
 RUNS_TABLE = "runs"
 _KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
@@ -396,6 +400,73 @@ def _publish(
             time.sleep(0.2 * attempt * (0.5 + random.random()))
 
 
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+_COMMITS: dict[tuple[str, int, int], list[tuple[int, str | None]]] = {}
+
+
+def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
+    """The table's newest commit (version, its file's modification time) from a listing of
+    ``_delta_log``, without a Spark job (``history(1)`` runs one: a second each, cold, and a
+    re-run asked it about every table several times)."""
+    log = path.rstrip("/") + "/_delta_log"
+    found: list[tuple[int, int]] = []
+    if is_local_path(spark, log):
+        folder = urlparse(log).path if log.startswith("file:") else log
+        if not os.path.isdir(folder):
+            return None
+        for entry in os.scandir(folder):
+            m = _COMMIT_FILE.match(entry.name)
+            if m:
+                found.append((int(m.group(1)), entry.stat().st_mtime_ns // 1_000_000))
+    else:
+        hpath = spark._jvm.org.apache.hadoop.fs.Path(log)
+        fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+        if not fs.exists(hpath):
+            return None
+        for st in fs.listStatus(hpath):
+            m = _COMMIT_FILE.match(st.getPath().getName())
+            if m:
+                found.append((int(m.group(1)), int(st.getModificationTime())))
+    return max(found) if found else None
+
+
+def table_commits(spark: SparkSession, path: str) -> list[tuple[int, str | None]]:
+    """(version, run id) of every commit of the table, oldest first, read from its history
+    once per newest commit: a table's history up to a commit never changes."""
+    newest = latest_commit(spark, path)
+    key = (path, *newest) if newest else None
+    if key is not None and key in _COMMITS:
+        return _COMMITS[key]
+    if is_local_path(spark, path):
+        commits = _local_commits(urlparse(path).path if path.startswith("file:") else path)
+    else:
+        hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
+        commits = sorted((int(h["version"]), _run_of(h["userMetadata"])) for h in hist)
+    if key is not None and commits and commits[-1][0] == key[1]:
+        _COMMITS[key] = commits
+    return commits
+
+
+def _local_commits(path: str) -> list[tuple[int, str | None]]:
+    """What ``history()`` says of each commit (version, its run), read from the commit files of
+    a local table: history() runs a Spark job per table, about a second each in a fresh JVM,
+    and a run's first look at an output's eleven tables waited 11 s for them."""
+    log = os.path.join(path, "_delta_log")
+    commits = []
+    for name in sorted(os.listdir(log)):
+        m = _COMMIT_FILE.match(name)
+        if not m:
+            continue
+        user_metadata = None
+        with open(os.path.join(log, name), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith('{"commitInfo"'):
+                    user_metadata = json.loads(line)["commitInfo"].get("userMetadata")
+                    break
+        commits.append((int(m.group(1)), _run_of(user_metadata)))
+    return commits
+
+
 def _run_of(user_metadata: str | None) -> str | None:
     if user_metadata and user_metadata.startswith(RUN_TAG_PREFIX):
         return user_metadata[len(RUN_TAG_PREFIX) :]
@@ -423,11 +494,7 @@ def published_versions(spark: SparkSession, output: str, tables: Sequence[str] |
     commits: dict[str, list[tuple[int, str | None]]] = {}
     for t in tables:
         path = table_path(output, t)
-        if not DeltaTable.isDeltaTable(spark, path):
-            commits[t] = []
-            continue
-        hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
-        commits[t] = sorted((int(h["version"]), _run_of(h["userMetadata"])) for h in hist)
+        commits[t] = table_commits(spark, path) if latest_commit(spark, path) is not None else []
 
     by_run: dict[str, dict[str, int]] = {}
     for t, cs in commits.items():
