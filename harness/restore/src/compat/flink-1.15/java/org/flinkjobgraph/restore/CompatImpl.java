@@ -98,7 +98,11 @@ public class CompatImpl implements Compat {
     public void configureEnv(StreamExecutionEnvironment env, Configuration conf) {
         String storage = conf.get(CheckpointingOptions.CHECKPOINT_STORAGE);
         if ("jobmanager".equals(storage)) {
-            env.getCheckpointConfig().setCheckpointStorage(new JobManagerCheckpointStorage());
+            // with the checkpoint directory, as 1.20+ reads it from the configuration: without it
+            // a retained checkpoint is not externally addressable (no _metadata file to restore from)
+            env.getCheckpointConfig().setCheckpointStorage(conf.contains(CheckpointingOptions.CHECKPOINTS_DIRECTORY)
+                    ? new JobManagerCheckpointStorage(conf.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY))
+                    : new JobManagerCheckpointStorage());
         } else if (conf.contains(CheckpointingOptions.CHECKPOINTS_DIRECTORY)) {
             int threshold = (int) conf.get(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD).getBytes();
             env.getCheckpointConfig().setCheckpointStorage(new FileSystemCheckpointStorage(
