@@ -205,6 +205,11 @@ def is_local_path(spark: SparkSession, path: str) -> bool:
     return default_fs.startswith("file:")
 
 
+def local_path(path: str) -> str:
+    """The file system path of a local ``path`` given as a ``file:`` URI or as a plain path."""
+    return urlparse(path).path if path.startswith("file:") else path
+
+
 def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str | T.StructType) -> DataFrame:
     """A DataFrame of rows the driver holds (tuples in the schema's column order), handed to
     the JVM as Arrow. ``createDataFrame`` of a Python list instead pickles them through a

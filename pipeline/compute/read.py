@@ -34,7 +34,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pipeline.session import is_local_path
+from pipeline.session import is_local_path, local_path
 from pipeline.settings import Limits
 from udfs.errors import internal_error_message
 from udfs.spec.contract import (
@@ -368,7 +368,7 @@ def list_spec_files(spark: SparkSession, path: str) -> tuple[list[str], list[dic
     fails the whole listing in Spark). Local paths are listed with ``os`` (which tells a
     FIFO from a file; Hadoop's local file system does not), others with Hadoop's FileSystem."""
     if is_local_path(spark, path):
-        return _list_local(urlparse(path).path if path.startswith("file:") else path)
+        return _list_local(local_path(path))
     jvm = spark._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())

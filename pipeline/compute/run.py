@@ -208,8 +208,9 @@ def compute_run(
         if known is None:
             known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
             if known:
-                say = progress.say
-                say(f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}")
+                progress.say(
+                    f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}"
+                )
         skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(

@@ -36,63 +36,32 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--jar", required=True, help="the job's jar (thin or fat)")
     c.add_argument("--main-class", required=True, help="the job's main class, e.g. com.acme.OrdersJob")
     c.add_argument("--flink", required=True, help="Flink line the job is built for, e.g. 1.20 or 2.3")
-    c.add_argument(
-        "--graph-id", help="graph_id of the job (ID#1, ID#2 ... if main() submits several); " "default: the job name"
-    )
+    c.add_argument("--graph-id", help="graph_id of the job (ID#1, ID#2 ... if main() submits several); "
+                   "default: the job name")
     c.add_argument("--out", default="-", help="output file (.gz compresses); default stdout")
     c.add_argument("-p", "--parallelism", type=int, help="parallelism.default, like flink run -p")
-    c.add_argument(
-        "-D",
-        dest="dynamic",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a Flink option, like flink run -D (repeatable)",
-    )
+    c.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Flink option, like flink run -D (repeatable)")
     c.add_argument("--config", help="a flink-conf.yaml / config.yaml (-D and -p override it)")
-    c.add_argument(
-        "--classpath",
-        action="append",
-        default=[],
-        metavar="DIR_OR_JAR",
-        help="extra jar or folder of jars (connectors, formats); repeatable",
-    )
-    c.add_argument(
-        "--maven",
-        action="append",
-        default=[],
-        metavar="GROUP:ARTIFACT:VERSION",
-        help="a dependency from Maven Central with what it needs at runtime, e.g. "
-        "org.apache.flink:flink-connector-kafka:4.0.1-2.0 (repeatable; jars the harness "
-        "already has, Flink's own, are left out)",
-    )
+    c.add_argument("--classpath", action="append", default=[], metavar="DIR_OR_JAR",
+                   help="extra jar or folder of jars (connectors, formats); repeatable")
+    c.add_argument("--maven", action="append", default=[], metavar="GROUP:ARTIFACT:VERSION",
+                   help="a dependency from Maven Central with what it needs at runtime, e.g. "
+                   "org.apache.flink:flink-connector-kafka:4.0.1-2.0 (repeatable; jars the harness "
+                   "already has, Flink's own, are left out)")
     c.add_argument("--expected", action="store_true", help="add Flink's own JobGraph answer to each line")
     c.add_argument("--first", action="store_true", help="stop main() at its first submitted job")
-    c.add_argument(
-        "--user-classes-package",
-        action="append",
-        default=[],
-        metavar="PREFIX",
-        help="describe the --jar classes of this package too in the graph field user_classes "
-        "(repeatable; '' or '*': every class); by default the main class's first two package "
-        "names, the classes the job graph's types name and the classes their fields name",
-    )
-    c.add_argument(
-        "--user-classes-limit",
-        type=int,
-        metavar="N",
-        help="classes of --jar examined for the graph field user_classes at most (default 20000; "
-        "0 leaves the field out): bounds the export of a fat jar",
-    )
-    c.add_argument(
-        "--timeout",
-        type=int,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"end the export with an error when main() is still running after SECONDS without "
-        f"submitting a job (one that waits on a socket or sleeps before execute()); default "
-        f"{DEFAULT_TIMEOUT}, 0: no limit",
-    )
+    c.add_argument("--user-classes-package", action="append", default=[], metavar="PREFIX",
+                   help="describe the --jar classes of this package too in the graph field user_classes "
+                   "(repeatable; '' or '*': every class); by default the main class's first two package "
+                   "names, the classes the job graph's types name and the classes their fields name")
+    c.add_argument("--user-classes-limit", type=int, metavar="N",
+                   help="classes of --jar examined for the graph field user_classes at most (default 20000; "
+                   "0 leaves the field out): bounds the export of a fat jar")
+    c.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"end the export with an error when main() is still running after SECONDS without "
+                   f"submitting a job (one that waits on a socket or sleeps before execute()); default "
+                   f"{DEFAULT_TIMEOUT}, 0: no limit")
     c.add_argument("--rebuild", action="store_true", help="rebuild the harness even if it looks current")
     c.add_argument("--harness-dir", help=f"harness sources (default: this checkout's harness/, or ${HARNESS_ENV})")
     c.add_argument("program_args", nargs="*", metavar="-- ARGS", help="arguments for the job's main()")
@@ -168,11 +137,8 @@ def run(args: argparse.Namespace) -> int:
         code = None
     relay.join(timeout=10)
     if code is None:
-        print(
-            f"flink-jobgraph export: {args.main_class}: the harness did not end within {limit} s "
-            f"(--timeout {args.timeout} + {AFTER_MAIN_SECONDS} s after main()); stopped",
-            file=sys.stderr,
-        )
+        print(f"flink-jobgraph export: {args.main_class}: the harness did not end within {limit} s "
+              f"(--timeout {args.timeout} + {AFTER_MAIN_SECONDS} s after main()); stopped", file=sys.stderr)
         return 1
     return code
 

@@ -73,10 +73,8 @@ def ensure_harness(hdir: Path, line: str, rebuild: bool = False, quiet: bool = F
             f"mvn -q -f {hdir / 'pom.xml'} -Pflink-{line} package"
         )
     if not quiet:
-        print(
-            f"building the harness for Flink {line} (first build downloads Flink from Maven Central) ...",
-            file=sys.stderr,
-        )
+        print(f"building the harness for Flink {line} (first build downloads Flink from Maven Central) ...",
+              file=sys.stderr)
     cmd = [mvn, "-q", "-f", str(hdir / "pom.xml"), f"-Pflink-{line}", "package"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not jar.is_file():
@@ -97,15 +95,11 @@ def _pom(coordinates: list[str]) -> str:
         parts = c.split(":")
         group, artifact, version = parts[0], parts[1], parts[-1]
         classifier = f"<classifier>{parts[2]}</classifier>" if len(parts) == 4 else ""
-        deps.append(
-            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version>{classifier}</dependency>"
-        )
-    return (
-        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
-        "<groupId>flink-jobgraph</groupId><artifactId>job-dependencies</artifactId><version>0</version>"
-        f"<dependencies>{''.join(deps)}</dependencies></project>\n"
-    )
+        deps.append(f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+                    f"<version>{version}</version>{classifier}</dependency>")
+    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
+            "<groupId>flink-jobgraph</groupId><artifactId>job-dependencies</artifactId><version>0</version>"
+            f"<dependencies>{''.join(deps)}</dependencies></project>\n")
 
 
 def resolve_maven(coordinates: list[str], harness_jar_path: Path, cache: Path | None = None) -> Path:
@@ -132,22 +126,12 @@ def resolve_maven(coordinates: list[str], harness_jar_path: Path, cache: Path | 
         return jars
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise ExportError(
-            "Maven (mvn) not found on PATH: it resolves --maven coordinates "
-            "(Debian: apt-get install maven), or pass the jars with --classpath"
-        )
+        raise ExportError("Maven (mvn) not found on PATH: it resolves --maven coordinates "
+                          "(Debian: apt-get install maven), or pass the jars with --classpath")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pom.xml").write_text(_pom(coordinates), encoding="utf-8")
-    cmd = [
-        mvn,
-        "-q",
-        "-f",
-        str(folder / "pom.xml"),
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={jars}",
-        f"-DexcludeArtifactIds={','.join(shipped)}",
-    ]
+    cmd = [mvn, "-q", "-f", str(folder / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
+           f"-DoutputDirectory={jars}", f"-DexcludeArtifactIds={','.join(shipped)}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         said = (proc.stdout + proc.stderr).splitlines()

@@ -225,13 +225,13 @@ def _with_skipped_graphs(
     skips every other graph and writes nothing; a re-run whose checks are all unchanged has no
     second pass and computes only the graphs that changed."""
     needed = {c.graph_id for c in lines} | {c.savepoint_graph_id for c in lines if c.savepoint_graph_id}
-    missing = sorted(needed & graphs.skipped)
+    missing = needed & graphs.skipped
     if not missing:
         return run
     progress.say(f"graphs: {len(missing)} unchanged graphs the changed checks need, computed again")
-    others = {gid: fp for gid, fp in graphs.fingerprints.items() if gid not in set(missing)}
+    others = {gid: fp for gid, fp in graphs.fingerprints.items() if gid not in missing}
     again = compute_run(spark, graphs_path, None, settings, progress, keep_stream=True, known=others)
-    ids = F.broadcast(local_frame(spark, [(g,) for g in missing], "graph_id string"))
+    ids = F.broadcast(local_frame(spark, [(g,) for g in sorted(missing)], "graph_id string"))
     only = lambda df: df.join(ids, "graph_id", "left_semi")  # noqa: E731
     tables = dict(run.tables)
     for name in ("operators", "job_vertices", "job_edges", "graph_errors"):
@@ -298,9 +298,8 @@ def _checks_frame(
         F.first(F.concat(F.lit("rejected graph: "), F.col("error_code"), F.lit(": "), F.col("message"))).alias("g_err")
     )
     s_err = sp_errors.groupBy(F.col("savepoint").alias("savepoint_path")).agg(
-        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error"))).alias(
-            "s_err"
-        )
+        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error")))
+        .alias("s_err")
     )
     return (
         manifest.join(info, "graph_id", "left")
@@ -359,9 +358,8 @@ def _decide(
         heads.select(
             F.col("savepoint").alias("_key"),
             F.lit("st").alias("kind"),
-            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")])).alias(
-                "payload"
-            ),
+            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")]))
+            .alias("payload"),
         ),
         "_key",
     )
@@ -422,7 +420,7 @@ def _write(
     savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
     check_ids = local_frame(spark, sorted({(c.check_id,) for c in lines}), "check_id string")
     savepoints = local_frame(
-        spark, sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}) or [], "savepoint string"
+        spark, sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}), "savepoint string"
     )
     writes = [
         delta_writer.TableWrite("savepoint_operators", sp_table, key="savepoint", ids=savepoints),

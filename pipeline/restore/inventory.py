@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +22,7 @@ from pyspark.sql import functions as F
 from pipeline.options import Summary
 from pipeline.progress import Progress
 from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
-from pipeline.session import is_local_path, local_frame
+from pipeline.session import is_local_path, local_frame, local_path
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import SAVEPOINT_OPERATORS_COLUMNS
 
@@ -60,7 +59,7 @@ def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:
 def _find_local(given: str) -> list[str]:
     # Named as Hadoop's listing names them (file:/abs/path), so a table's savepoint keys do
     # not depend on which lister found them.
-    path = urlparse(given).path if given.startswith("file:") else given
+    path = local_path(given)
     if not os.path.exists(path) or os.path.isfile(path) or os.path.isfile(os.path.join(path, "_metadata")):
         return [given]  # a missing path: read_savepoint_tables reports it as an error row
     found = []

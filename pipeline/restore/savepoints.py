@@ -25,14 +25,13 @@ import stat
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
-from urllib.parse import urlparse
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline.session import SetupError, is_local_path, local_frame
+from pipeline.session import SetupError, is_local_path, local_frame, local_path
 from pipeline.tables.columns import SAVEPOINT_STATES_COLUMNS, column_type, struct
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
 from udfs.savepoint.state_rows import state_rows
@@ -352,7 +351,7 @@ def _stat_local(given: str) -> tuple[str, int, int] | str:
     length, modification time in milliseconds), or the error; the same answers as the Hadoop
     branch of :func:`resolve_metadata_files` without a JVM round trip per call (2.8 s for
     1,000 savepoints)."""
-    path = os.path.abspath(urlparse(given).path if given.startswith("file:") else given)
+    path = os.path.abspath(local_path(given))
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -510,13 +509,16 @@ def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], head
     schema = struct(SAVEPOINT_STATES_COLUMNS)
     columns = schema.fieldNames()
 
+    def decoded(name: str, streams: list[dict]) -> list:
+        return state_rows(name, operator_states(StreamHead.from_row(r) for r in streams))
+
     def rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         out: list = []
         name, streams = None, []
         for batch in batches:
             for record in batch.to_dict("records"):
                 if record["given"] != name and streams:
-                    out.extend(state_rows(name, operator_states(StreamHead.from_row(r) for r in streams)))
+                    out.extend(decoded(name, streams))
                     streams = []
                 name = record["given"]
                 streams.append(record)
@@ -524,7 +526,7 @@ def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], head
                 yield pd.DataFrame(out, columns=columns)
                 out = []
         if streams:
-            out.extend(state_rows(name, operator_states(StreamHead.from_row(r) for r in streams)))
+            out.extend(decoded(name, streams))
         if out:
             yield pd.DataFrame(out, columns=columns)
 

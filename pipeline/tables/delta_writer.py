@@ -35,7 +35,6 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 from delta.exceptions import (
     ConcurrentAppendException,
@@ -52,7 +51,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
-from pipeline.session import is_local_path, local_frame
+from pipeline.session import is_local_path, local_frame, local_path
 
 RUNS_TABLE = "runs"
 _KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
@@ -411,7 +410,7 @@ def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
     log = path.rstrip("/") + "/_delta_log"
     found: list[tuple[int, int]] = []
     if is_local_path(spark, log):
-        folder = urlparse(log).path if log.startswith("file:") else log
+        folder = local_path(log)
         if not os.path.isdir(folder):
             return None
         for entry in os.scandir(folder):
@@ -431,18 +430,20 @@ def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
 
 
 def table_commits(spark: SparkSession, path: str) -> list[tuple[int, str | None]]:
-    """(version, run id) of every commit of the table, oldest first, read from its history
-    once per newest commit: a table's history up to a commit never changes."""
+    """(version, run id) of every commit of the table, oldest first (none: no table there), read
+    from its history once per newest commit: a table's history up to a commit never changes."""
     newest = latest_commit(spark, path)
-    key = (path, *newest) if newest else None
-    if key is not None and key in _COMMITS:
+    if newest is None:
+        return []
+    key = (path, *newest)
+    if key in _COMMITS:
         return _COMMITS[key]
     if is_local_path(spark, path):
-        commits = _local_commits(urlparse(path).path if path.startswith("file:") else path)
+        commits = _local_commits(local_path(path))
     else:
         hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
         commits = sorted((int(h["version"]), _run_of(h["userMetadata"])) for h in hist)
-    if key is not None and commits and commits[-1][0] == key[1]:
+    if commits and commits[-1][0] == newest[0]:
         _COMMITS[key] = commits
     return commits
 
@@ -491,10 +492,7 @@ def published_versions(spark: SparkSession, output: str, tables: Sequence[str] |
             published[r["run_id"]] = {"digest": r["graphs_digest"], "versions": dict(r["versions"] or {})}
     if tables is None:
         tables = sorted({t for p in published.values() for t in p["versions"]})
-    commits: dict[str, list[tuple[int, str | None]]] = {}
-    for t in tables:
-        path = table_path(output, t)
-        commits[t] = table_commits(spark, path) if latest_commit(spark, path) is not None else []
+    commits = {t: table_commits(spark, table_path(output, t)) for t in tables}
 
     by_run: dict[str, dict[str, int]] = {}
     for t, cs in commits.items():
