@@ -115,3 +115,22 @@ def restore_run(spark, settings, tmp_path_factory, all_cases):
     out = str(tmp_path_factory.mktemp("out"))
     summary = check_restore(spark, str(folder / "graphs"), str(folder / "checks.jsonl"), out, settings)
     return summary, out, cases, metadata, orphan
+
+
+def testjobs_jar(root: Path, line: str) -> dict[str, Path]:
+    """The harness of ``line`` (built through the front door's build step on first use), the
+    test programs (harness/src/testjobs) as a thin user jar under ``root``, and the connector
+    jar they need beside it: {"harness", "jar", "connector"}."""
+    import zipfile
+
+    from pipeline.export import harness as export_cmd
+
+    jar = export_cmd.ensure_harness(export_cmd.harness_dir(), line, quiet=True)
+    classes = jar.parent / "test-classes"
+    user_jar = root / f"testjobs-{line}.jar"
+    with zipfile.ZipFile(user_jar, "w") as z:
+        for f in sorted(classes.rglob("*")):
+            if f.is_file():
+                z.write(f, f.relative_to(classes).as_posix())
+    (connector,) = sorted((jar.parent / "test-lib").glob("flink-connector-files-*.jar"))
+    return {"harness": jar, "jar": user_jar, "connector": connector}

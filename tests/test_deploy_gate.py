@@ -130,3 +130,45 @@ def test_the_ci_examples_run_as_written(jobs, tmp_path, ci_file, case, code):
     failure = suite.find("testcase/failure")
     assert failure is not None and failure.get("type") == flink.failure and flink.operator_id in failure.get("message")
     assert report["check"]["verdict"] == "FAILS" and report["fixes"]
+
+
+def test_the_gate_from_a_thin_jar_says_what_it_says_from_that_jars_spec(jobs, tmp_path):
+    """``--jar`` exports the new version on the way (a thin jar: its connector comes with
+    ``--classpath``, as export takes it): the check prints the same lines, exits with the same
+    code and writes the same report as the check of the spec ``export`` writes from that jar;
+    nothing runs (the job's sink folder stays empty) and nothing is left in the temp folder."""
+    import subprocess
+    import sys
+
+    from .conftest import testjobs_jar
+
+    b = testjobs_jar(tmp_path, "2.3")
+    folder, _c = jobs["sp-2.3-s11-00057"]
+    temp, sink = tmp_path / "tmp", tmp_path / "sink"
+    temp.mkdir()
+    sink.mkdir()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", TMPDIR=str(temp))
+    cli = [sys.executable, "-m", "pipeline.cli"]
+    job = ["--main-class", "org.flinkjobgraph.testjobs.SocketToFileJob", "--flink", "2.3",
+           "--classpath", str(b["connector"])]  # fmt: skip
+    program = ["--", "9", str(sink)]  # main(port, folder)
+    spec = tmp_path / "new.jsonl"
+    export = [*cli, "export", "--jar", str(b["jar"]), *job, "--out", str(spec), "--first", *program]
+    subprocess.run(export, env=env, check=True, capture_output=True, timeout=300)
+    runs = {}
+    for how, new in (("spec", ["--graphs", str(spec)]), ("jar", ["--jar", str(b["jar"]), *job])):
+        (tmp_path / how).mkdir()
+        cmd = [*cli, "check-restore", "--savepoint", str(folder / "savepoints"), *new,
+               "--report", "report", "--quiet"]  # fmt: skip
+        if how == "jar":
+            cmd += program
+        runs[how] = subprocess.run(cmd, env=env, cwd=tmp_path / how, capture_output=True, text=True, timeout=900)
+    by_spec, by_jar = runs["spec"], runs["jar"]
+    assert by_spec.returncode == 1, by_spec.stdout + by_spec.stderr[-2000:]
+    assert by_jar.returncode == 1, by_jar.stdout + by_jar.stderr[-2000:]
+    assert by_jar.stdout.startswith("check-restore: FAILS (UNMAPPED_STATE, at job start): ")
+    assert by_jar.stdout == by_spec.stdout
+    reports = [json.loads((tmp_path / how / "report.json").read_text()) for how in ("spec", "jar")]
+    assert reports[0] == reports[1] and reports[0]["exit_code"] == 1
+    assert list(sink.iterdir()) == []
+    assert sorted(p.name for p in temp.glob("flink-jobgraph-*")) == []

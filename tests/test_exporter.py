@@ -26,6 +26,8 @@ import pytest
 
 from pipeline.export import harness as export_cmd
 
+from .conftest import testjobs_jar
+
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness"
 LINES = ("2.3", "1.20")
@@ -38,16 +40,7 @@ def built(tmp_path_factory):
     out = {}
     root = tmp_path_factory.mktemp("exporter")
     for line in LINES:
-        jar = export_cmd.ensure_harness(export_cmd.harness_dir(), line, quiet=True)
-        target = jar.parent
-        classes = target / "test-classes"
-        user_jar = root / f"testjobs-{line}.jar"
-        with zipfile.ZipFile(user_jar, "w") as z:
-            for f in sorted(classes.rglob("*")):
-                if f.is_file():
-                    z.write(f, f.relative_to(classes).as_posix())
-        (connector,) = sorted((target / "test-lib").glob("flink-connector-files-*.jar"))
-        out[line] = {"harness": jar, "jar": user_jar, "connector": connector}
+        out[line] = testjobs_jar(root, line)
     return out
 
 

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pipeline.export.command import DEFAULT_TIMEOUT
 from pipeline.options import add_run_options, fail, overrides, write_summary
 
 HELP = "savepoints x new graphs -> restore_checks, restore_operator_matches, restore_fixes, savepoint_operators"
@@ -64,6 +65,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     one.add_argument("-p", "--parallelism", type=int, help="with --jar: parallelism.default, like flink run -p")
     one.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
                      help="with --jar: a Flink option, like flink run -D (repeatable)")  # fmt: skip
+    one.add_argument("--classpath", action="append", default=[], metavar="DIR_OR_JAR",
+                     help="with --jar: an extra jar or folder of jars (connectors, formats) for a thin "
+                     "job jar, as export takes it (repeatable)")  # fmt: skip
+    one.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                     help=f"with --jar: stop a main() that has not submitted its job after this long "
+                     f"(default {DEFAULT_TIMEOUT}; 0: wait for ever), as export does")  # fmt: skip
     one.add_argument("--previous-graphs", help="spec of the version that took the savepoint (for the why)")
     one.add_argument("--previous-graph-id", help="its graph in --previous-graphs")
     one.add_argument("--previous-jar", help="the jar of the version that took the savepoint (exported first)")
@@ -166,8 +173,9 @@ def _export(args: argparse.Namespace, jar: str, main_class: str | None, out: Pat
     if not main_class or not args.flink:
         raise ExportError("--jar needs --main-class and --flink")
     export = argparse.Namespace(
-        jar=jar, main_class=main_class, out=str(out), classpath=[], graph_id=None, parallelism=args.parallelism,
-        dynamic=args.dynamic, config=None, expected=False, first=True, program_args=args.program_args,
+        jar=jar, main_class=main_class, out=str(out), classpath=args.classpath, graph_id=None,
+        parallelism=args.parallelism, dynamic=args.dynamic, config=None, expected=False, first=True,
+        program_args=args.program_args, timeout=args.timeout,
     )  # fmt: skip
     cmd = [*java_command(ensure_harness(harness_dir(), args.flink, quiet=args.quiet)), *harness_args(export)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
