@@ -38,6 +38,10 @@ T = TypeVar("T")
 # The chains step's input rows per partition at most (chain_inputs: chainable edges and
 # shortcuts); the 10k fleet's 1.3M rows keep all of the stage's partitions.
 EDGES_PER_PARTITION = 100_000
+# An incremental run over at most this share of the output's graphs rewrites them without
+# comparing their rows with the table's first (delta_writer.write_run's ``compare``).
+COMPARE_ABOVE_SHARE = 0.1
+PER_OPERATOR_TABLES = ("operators", "job_vertices", "job_edges")
 
 
 @dataclass
@@ -245,7 +249,14 @@ def compute_run(
         tables.append(fingerprints.rows(graph_fps, skip.rules_version))
     else:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(local_frame(spark, [], fingerprints.SCHEMA))
-    _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors)
+    # A nightly run's few graphs are rewritten without first comparing their rows with the
+    # table's (a scan of every column of every row); a run over most of the output (the rules
+    # or a profile changed) compares, and rewrites only the graphs whose rows differ.
+    run_graphs = summary.graphs_in - summary.graphs_skipped
+    compare = not known or run_graphs > COMPARE_ABOVE_SHARE * len(known)
+    _write_and_count(
+        spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors, compare
+    )
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
@@ -462,6 +473,7 @@ def _write_and_count(
     run_ids: DataFrame,
     graph_counts: dict[str, int] | None = None,
     deletion_vectors: bool = True,
+    compare: bool = True,
 ) -> None:
     """The last step: the tables to Delta (operators, job_vertices, job_edges, graph_errors,
     and graph_fingerprints when given), each replaced in one commit, then the run published in
@@ -469,7 +481,12 @@ def _write_and_count(
     is docs/faults.md), then the summary's counts. ``graph_counts``: the graphs with rows in a
     table, when known (no scan of its rows to count them); with them, the summary's
     job_vertices and job_edges are already set. ``output`` None: counted, not written."""
-    written = list(zip(COMMAND_TABLES["compute"], tables, strict=False))
+    written = [
+        delta_sink.TableWrite(
+            name, rows, key_count=(graph_counts or {}).get(name), compare=compare or name not in PER_OPERATOR_TABLES
+        )
+        for name, rows in zip(COMMAND_TABLES["compute"], tables, strict=False)
+    ]
     _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)
     counts = {
         "rejected": summary.graphs_rejected,
@@ -480,9 +497,8 @@ def _write_and_count(
 
     def write() -> None:
         delta_sink.write_run(
-            spark, output, written, run_ids, say=progress.say, graph_counts=graph_counts,
-            deletion_vectors=deletion_vectors, counts=counts,
-        )  # fmt: skip
+            spark, output, written, run_ids, say=progress.say, deletion_vectors=deletion_vectors, counts=counts
+        )
 
     if output is not None:
         _timed(summary, progress, "delta write", write, spark)

@@ -12,7 +12,8 @@ way, is docs/faults.md. In short:
   the run, never with a graph's old rows deleted and its new ones missing;
 - only graphs whose rows differ from the table's are in that MERGE (a per-graph
   fingerprint), and tables have deletion vectors on: a re-run with one graph changed
-  rewrites that graph's rows, not the files around them;
+  rewrites that graph's rows, not the files around them (an incremental run's per-operator
+  tables skip that compare: :attr:`TableWrite.compare`);
 - Delta's optimistic concurrency makes a MERGE of one run fail if another run committed to
   the same table meanwhile (the tables are not partitioned, so every MERGE reads the whole
   table); the MERGE is idempotent, so it is recomputed and retried, a bounded number of times;
@@ -116,6 +117,12 @@ class TableWrite:
     key: str = "graph_id"
     ids: DataFrame | None = None
     key_count: int | None = None  # keys with rows, when the caller knows it (no scan to count them)
+    # Whether each key's rows are compared with the table's first, so that only keys whose rows
+    # differ are rewritten (a full re-run of the same input commits nothing). An incremental
+    # run's few graphs (their spec changed) skip it in its per-operator tables: the compare
+    # scans every column of every row of the table to spare rewriting those of them whose rows
+    # happen to be equal.
+    compare: bool = True
 
 
 def new_run_id() -> str:
@@ -173,6 +180,7 @@ def write_run(
                     w.key_count,
                     w.key,
                     deletion_vectors,
+                    w.compare,
                 )
                 for w in writes
             }
@@ -220,12 +228,13 @@ def _replace_with_retry(
     graph_count: int | None = None,
     key: str = "graph_id",
     deletion_vectors: bool = True,
+    compare: bool = True,
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             added = _add_new_columns(spark, table_path(output, table), rows)
             version, rewritten = _replace_once(
-                spark, table_path(output, table), rows, run_ids, tag, graph_count, key, deletion_vectors
+                spark, table_path(output, table), rows, run_ids, tag, graph_count, key, deletion_vectors, compare
             )
             return TableCommit(version, rewritten, attempt, added)
         except COMMIT_CONFLICTS as e:
@@ -248,6 +257,7 @@ def _replace_once(
     graph_count: int | None = None,
     key: str = "graph_id",
     deletion_vectors: bool = True,
+    compare: bool = True,
 ) -> tuple[int, int]:
     # One file per core, not one per input partition: the per-graph stage's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
@@ -281,7 +291,10 @@ def _replace_once(
     current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
     columns = current.columns
     rows = rows.select(*columns)
-    changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
+    if compare:
+        changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
+    else:  # every key of the run is replaced: the rows of those that now have none deleted
+        changed = run_ids.select(F.col(run_ids.columns[0]).alias(key)).distinct().localCheckpoint(eager=True)
     n_changed = changed.count()
     if n_changed == 0:
         return read_version, 0  # this version already holds the run's rows for its keys
@@ -485,11 +498,7 @@ def published_versions(spark: SparkSession, output: str, tables: Sequence[str] |
     a commit of an unfinished run before one of its own: what is left is a cut in which every
     run is either complete in all tables or absent from all of them.
     """
-    runs_path = table_path(output, RUNS_TABLE)
-    published: dict[str, dict] = {}
-    if DeltaTable.isDeltaTable(spark, runs_path):
-        for r in spark.read.format("delta").load(runs_path).collect():
-            published[r["run_id"]] = {"digest": r["graphs_digest"], "versions": dict(r["versions"] or {})}
+    published = _published_runs(spark, output)
     if tables is None:
         tables = sorted({t for p in published.values() for t in p["versions"]})
     commits = {t: table_commits(spark, table_path(output, t)) for t in tables}
@@ -525,6 +534,26 @@ def published_versions(spark: SparkSession, output: str, tables: Sequence[str] |
         if not drop:
             return cut
         keep -= drop
+
+
+_RUNS: dict[tuple[str, int, int], dict[str, dict]] = {}
+
+
+def _published_runs(spark: SparkSession, output: str) -> dict[str, dict]:
+    """run id -> its graph set's digest and table versions, from ``runs``, read once per newest
+    commit of it: an incremental run asked twice before its graphs were read (a Spark job on
+    the runs table each time)."""
+    runs_path = table_path(output, RUNS_TABLE)
+    newest = latest_commit(spark, runs_path)
+    if newest is None:
+        return {}
+    key = (runs_path, *newest)
+    if key not in _RUNS:
+        _RUNS[key] = {
+            r["run_id"]: {"digest": r["graphs_digest"], "versions": dict(r["versions"] or {})}
+            for r in spark.read.format("delta").load(runs_path).select("run_id", "graphs_digest", "versions").collect()
+        }
+    return {run: {"digest": p["digest"], "versions": dict(p["versions"])} for run, p in _RUNS[key].items()}
 
 
 def _digest_of(run_id: str) -> str | None:
