@@ -171,4 +171,11 @@ def test_the_gate_from_a_thin_jar_says_what_it_says_from_that_jars_spec(jobs, tm
     reports = [json.loads((tmp_path / how / "report.json").read_text()) for how in ("spec", "jar")]
     assert reports[0] == reports[1] and reports[0]["exit_code"] == 1
     assert list(sink.iterdir()) == []
+    # a main() that exits before submitting: exit 2 with the export's word on it
+    exits = [*cli, "check-restore", "--savepoint", str(folder / "savepoints"), "--jar", str(b["jar"]), "--quiet",
+             "--main-class", "org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob", "--flink", "2.3"]  # fmt: skip
+    proc = subprocess.run(exits, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert (f"export of {b['jar']} failed: error: org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob.main() exited "
+            "with code 3 (System.exit) without submitting a job") in proc.stderr  # fmt: skip
     assert sorted(p.name for p in temp.glob("flink-jobgraph-*")) == []
