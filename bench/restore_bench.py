@@ -140,8 +140,9 @@ def main() -> None:
             "savepoints_new_percent": share, "savepoints_new": n_new, "exit_code": proc.returncode,
             "wall_seconds": round(wall, 1), "cpu_seconds_process_tree": round(cpu, 1),
             "checks_decided": summary.get("checks"), "checks_unchanged": summary.get("checks_unchanged"),
+            "stderr_tail": stderr[-2000:],
         })  # fmt: skip
-        print(json.dumps(reruns[-1]))
+        print(json.dumps({k: v for k, v in reruns[-1].items() if k != "stderr_tail"}))
     result["reruns"] = reruns
     name = time.strftime("%Y%m%d-%H%M%S") + f"-restore-{args.checks}" + (f"-{args.tag}" if args.tag else "") + ".json"
     (ROOT / "bench" / "results" / name).write_text(json.dumps(result, indent=2) + "\n")

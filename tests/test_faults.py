@@ -9,6 +9,7 @@ import json
 import shutil
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
@@ -45,20 +46,24 @@ def test_rerun_with_one_graph_changed_rewrites_only_that_graph(spark, settings, 
     g = json.loads(lines[0])
     g["nodes"][-1]["name"] += " (renamed)"
     (inp / "fleet-sample.jsonl").write_text("\n".join([json.dumps(g), *lines[1:]]) + "\n")
+    files = {t: _data_files(f"{out}/{t}") for t in TABLES}
     compute(spark, str(inp), out, settings, QUIET)
     ops = spark.read.format("delta").load(f"{out}/operators")
     n_rows = ops.where(F.col("graph_id") == g["graph_id"]).count()
     commit = _last_commit(spark, f"{out}/operators")
     m = {k: int(v) for k, v in commit["operationMetrics"].items()}
-    assert commit["version"] == before["operators"] + 1 and commit["operation"] == "MERGE"
-    assert m["numTargetRowsDeleted"] == n_rows and m["numTargetRowsInserted"] == n_rows
-    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0  # deletion vectors
+    # one graph: an overwrite with replaceWhere graph_id IN (...) (tables.replace_where_max_keys)
+    assert commit["version"] == before["operators"] + 1 and commit["operation"] == "WRITE"
+    assert commit["operationParameters"]["predicate"] == f"`graph_id` IN ('{g['graph_id']}')"
+    assert m["numDeletedRows"] == n_rows and m["numRemovedFiles"] == 0  # deletion vectors
+    # no data file rewritten: one new file, with the graph's rows
+    assert _data_files(f"{out}/operators") - files["operators"] == 1
     # A renamed last node changes no job edge, yet the incremental run rewrote that graph's
     # job edges too (its per-operator tables skip the compare of rows): the same rows again.
     edges = _last_commit(spark, f"{out}/job_edges")
     assert edges["version"] == before["job_edges"] + 1
     m = {k: int(v) for k, v in edges["operationMetrics"].items()}
-    assert m["numTargetRowsDeleted"] == m["numTargetRowsInserted"] > 0
+    assert m["numDeletedRows"] > 0 and _data_files(f"{out}/job_edges") - files["job_edges"] == 1
     old_edges = spark.read.format("delta").option("versionAsOf", before["job_edges"]).load(f"{out}/job_edges")
     assert not spark.read.format("delta").load(f"{out}/job_edges").exceptAll(old_edges).count()
     runs = spark.read.format("delta").load(f"{out}/{delta_sink.RUNS_TABLE}").orderBy("finished_at").collect()
@@ -67,6 +72,32 @@ def test_rerun_with_one_graph_changed_rewrites_only_that_graph(spark, settings, 
     after = {t: _last_commit(spark, f"{out}/{t}")["version"] for t in TABLES}
     compute(spark, str(inp), out, settings, QUIET, full=True)
     assert {t: _last_commit(spark, f"{out}/{t}")["version"] for t in TABLES} == after
+
+
+def _data_files(path: str) -> int:
+    return len(list(Path(path).glob("*.parquet")))
+
+
+@pytest.mark.parametrize("max_keys", [0, 200])
+def test_a_replace_is_one_commit_that_leaves_the_same_rows_by_merge_or_by_replace_where(spark, tmp_path, max_keys):
+    """The two ways a table's keys are replaced (a MERGE; for few keys an overwrite with
+    replaceWhere key IN (...)): one commit each, the same rows after, keys quoted as Spark
+    parses them (a quote, a backslash), a key whose rows are gone deleted, other keys kept."""
+    out = str(tmp_path / "out")
+    keys = ["plain", "it's", "back\\slash", "gone", "other"]
+    first = spark.createDataFrame([(k, i) for i, k in enumerate(keys) for i in (i, i + 10)], "graph_id string, v int")
+    delta_sink.write_run(spark, out, [("t", first)], first.select("graph_id").distinct())
+    run_keys = ["plain", "it's", "back\\slash", "gone"]  # "other" is not this run's
+    new = spark.createDataFrame([("plain", 7), ("it's", 8), ("back\\slash", 9), ("back\\slash", 19)],
+                                "graph_id string, v int")  # fmt: skip
+    ids = spark.createDataFrame([(k,) for k in run_keys], "graph_id string")
+    commit = delta_sink.write_run(spark, out, [("t", new)], ids, replace_where_max_keys=max_keys)
+    assert commit.tables["t"].rewritten_graphs == 4
+    history = DeltaTable.forPath(spark, f"{out}/t").history().orderBy("version").collect()
+    assert [h["operation"] for h in history] == ["WRITE", "MERGE" if max_keys == 0 else "WRITE"]
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(f"{out}/t").collect())
+    assert got == sorted([("plain", 7), ("it's", 8), ("back\\slash", 9), ("back\\slash", 19), ("other", 4),
+                          ("other", 14)])  # fmt: skip
 
 
 def test_a_run_that_dies_between_tables_is_not_published(spark, tmp_path):

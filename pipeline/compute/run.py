@@ -25,7 +25,7 @@ from pipeline.compute.row_codec import FUSED_ROWS
 from pipeline.options import Summary
 from pipeline.progress import Progress  # also imported from here (restore_check, tests)
 from pipeline.session import local_frame
-from pipeline.settings import Settings, load_settings
+from pipeline.settings import Settings, TableSettings, load_settings
 from pipeline.tables import delta_writer as delta_sink
 from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, column_type
@@ -140,8 +140,11 @@ def ingest(
         ("stream_edges", tables.edges),
         ("graph_errors", tables.errors),
     )
-    dv = (settings or load_settings()).tables.deletion_vectors
-    write = lambda: delta_sink.write_run(spark, output, written, run_ids, say=progress.say, deletion_vectors=dv)  # noqa: E731
+    ts = (settings or load_settings()).tables
+    write = lambda: delta_sink.write_run(  # noqa: E731
+        spark, output, written, run_ids, say=progress.say, deletion_vectors=ts.deletion_vectors,
+        replace_where_max_keys=ts.replace_where_max_keys,
+    )  # fmt: skip
     _timed(summary, progress, "delta write", write, spark)
     summary.graphs_processed = tables.graphs.count()
     summary.graphs_rejected = tables.errors.count()
@@ -254,9 +257,7 @@ def compute_run(
     # or a profile changed) compares, and rewrites only the graphs whose rows differ.
     run_graphs = summary.graphs_in - summary.graphs_skipped
     compare = not known or run_graphs > COMPARE_ABOVE_SHARE * len(known)
-    _write_and_count(
-        spark, output, summary, progress, tables, run_ids, graphs, settings.tables.deletion_vectors, compare
-    )
+    _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare)
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
@@ -472,7 +473,7 @@ def _write_and_count(
     tables: list[DataFrame],
     run_ids: DataFrame,
     graph_counts: dict[str, int] | None = None,
-    deletion_vectors: bool = True,
+    table_settings: TableSettings | None = None,
     compare: bool = True,
 ) -> None:
     """The last step: the tables to Delta (operators, job_vertices, job_edges, graph_errors,
@@ -495,10 +496,13 @@ def _write_and_count(
         "new": summary.graphs_new,
     }
 
+    ts = table_settings or TableSettings()
+
     def write() -> None:
         delta_sink.write_run(
-            spark, output, written, run_ids, say=progress.say, deletion_vectors=deletion_vectors, counts=counts
-        )
+            spark, output, written, run_ids, say=progress.say, deletion_vectors=ts.deletion_vectors, counts=counts,
+            replace_where_max_keys=ts.replace_where_max_keys,
+        )  # fmt: skip
 
     if output is not None:
         _timed(summary, progress, "delta write", write, spark)

@@ -432,5 +432,6 @@ def _write(
         delta_writer.TableWrite(incremental.TABLE, check_fps, key="check_id"),
     ]
     delta_writer.write_run(
-        spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors
-    )
+        spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors,
+        replace_where_max_keys=settings.tables.replace_where_max_keys,
+    )  # fmt: skip

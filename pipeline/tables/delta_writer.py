@@ -8,8 +8,9 @@ What a kill or a concurrent run can do to that, and why the writes below are sha
 way, is docs/faults.md. In short:
 
 - each table's replace is ONE Delta commit (a MERGE whose source is the new rows plus one
-  delete marker per graph), so a reader of a table sees it wholly before or wholly after
-  the run, never with a graph's old rows deleted and its new ones missing;
+  delete marker per graph; for a few graphs an overwrite with ``replaceWhere graph_id IN
+  (...)``, which costs about half), so a reader of a table sees it wholly before or wholly
+  after the run, never with a graph's old rows deleted and its new ones missing;
 - only graphs whose rows differ from the table's are in that MERGE (a per-graph
   fingerprint), and tables have deletion vectors on: a re-run with one graph changed
   rewrites that graph's rows, not the files around them (an incremental run's per-operator
@@ -53,12 +54,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from pipeline.session import is_local_path, local_frame, local_path
+from pipeline.settings import TableSettings
 
 RUNS_TABLE = "runs"
 _KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 RUN_TAG_PREFIX = "flink-jobgraph-run:"
 MAX_ATTEMPTS = 12  # per table; two or three concurrent runs need a few, see scripts/fault_trials.py
+REPLACE_WHERE_MAX_KEYS = TableSettings.replace_where_max_keys
 _OP = "__flink_jobgraph_op"  # MERGE source column: 'I' a row to insert, 'D' a graph's delete marker
 
 # Delta's commit conflicts. In delta-spark's Python API (3.3) the specific ones are NOT
@@ -139,6 +142,7 @@ def write_run(
     graph_counts: Mapping[str, int] | None = None,
     deletion_vectors: bool = True,
     counts: Mapping[str, int] | None = None,
+    replace_where_max_keys: int = REPLACE_WHERE_MAX_KEYS,
 ) -> RunCommit:
     """Replace the run's keys in every table (from threads: each write has driver-side
     phases during which the others keep the cores busy), then publish the run.
@@ -150,7 +154,7 @@ def write_run(
     then records it without a scan of its rows to count them. ``deletion_vectors``: whether a
     table this run creates has them (settings ``tables.deletion_vectors``). ``counts``: what the
     run did, by name (compute: graphs skipped as unchanged, recomputed, new, rejected), kept in
-    its ``runs`` row."""
+    its ``runs`` row. ``replace_where_max_keys``: settings ``tables.replace_where_max_keys``."""
     writes = [
         w if isinstance(w, TableWrite) else TableWrite(w[0], w[1], key_count=(graph_counts or {}).get(w[0]))
         for w in tables
@@ -181,6 +185,7 @@ def write_run(
                     w.key,
                     deletion_vectors,
                     w.compare,
+                    replace_where_max_keys,
                 )
                 for w in writes
             }
@@ -229,13 +234,15 @@ def _replace_with_retry(
     key: str = "graph_id",
     deletion_vectors: bool = True,
     compare: bool = True,
+    replace_where_max_keys: int = REPLACE_WHERE_MAX_KEYS,
 ) -> TableCommit:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             added = _add_new_columns(spark, table_path(output, table), rows)
             version, rewritten = _replace_once(
-                spark, table_path(output, table), rows, run_ids, tag, graph_count, key, deletion_vectors, compare
-            )
+                spark, table_path(output, table), rows, run_ids, tag, graph_count, key, deletion_vectors, compare,
+                replace_where_max_keys,
+            )  # fmt: skip
             return TableCommit(version, rewritten, attempt, added)
         except COMMIT_CONFLICTS as e:
             if attempt == MAX_ATTEMPTS:
@@ -258,6 +265,7 @@ def _replace_once(
     key: str = "graph_id",
     deletion_vectors: bool = True,
     compare: bool = True,
+    replace_where_max_keys: int = REPLACE_WHERE_MAX_KEYS,
 ) -> tuple[int, int]:
     # One file per core, not one per input partition: the per-graph stage's rows keep the
     # input's partitioning (a task per spec file), and a hundred small files per table cost
@@ -298,6 +306,18 @@ def _replace_once(
     n_changed = changed.count()
     if n_changed == 0:
         return read_version, 0  # this version already holds the run's rows for its keys
+    if n_changed <= replace_where_max_keys:
+        keys = sorted(r[0] for r in changed.collect())
+        (
+            rows.join(changed, key, "left_semi")
+            .select(*columns)
+            .coalesce(1)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", f"`{key}` IN ({', '.join(sql_string(k) for k in keys)})")
+            .save(path)
+        )
+        return _own_version(spark, path, tag), n_changed
     types = dict(current.dtypes)
     markers = changed.select(
         *[F.col(c) if c == key else F.lit(None).cast(types[c]).alias(c) for c in columns],
@@ -312,6 +332,11 @@ def _replace_once(
         .execute()
     )
     return _own_version(spark, path, tag), n_changed
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a Spark SQL string literal (backslash escapes, as Spark parses them)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _add_new_columns(spark: SparkSession, path: str, rows: DataFrame) -> tuple[str, ...]:
