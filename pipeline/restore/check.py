@@ -31,7 +31,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.compute.run import ComputeRun, Progress, compute_run, read_ingested
+from pipeline.compute.run import COMPARE_ABOVE_SHARE, ComputeRun, Progress, compute_run, read_ingested
 from pipeline.options import Summary
 from pipeline.restore import incremental
 from pipeline.restore.manifest import CheckLine, read_manifest
@@ -145,6 +145,7 @@ def run_checks(
     graph_fps = _graph_fingerprints(run)
     lines = read_manifest(spark, checks_path, target_flink)
     fps: dict[str, str | None] = {}
+    compare = True  # rows compared with the tables' before they are written (TableWrite.compare)
     if output is not None:
         version = incremental.restore_rules_version(settings, prove_fixes)
         fps = _check_fingerprints(spark, lines, graph_fps, version)
@@ -154,6 +155,8 @@ def run_checks(
         if known:
             progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
         lines = decide
+        # a nightly run's few checks decided again are written without the compare, as compute's
+        compare = not known or len(decide) > COMPARE_ABOVE_SHARE * len(known)
         run = _with_skipped_graphs(spark, run, graphs_path, settings, progress, lines, graph_fps)
     stream = _stream_of(spark, run, graphs_path)
     savepoints = _read_savepoints(spark, lines, stream)
@@ -174,7 +177,8 @@ def run_checks(
         states = savepoint_states(spark, given, savepoints.heads)
         fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
         check_fps = local_frame(spark, fp_rows, incremental.SCHEMA)
-        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings)
+        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings,
+               compare)  # fmt: skip
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     spec_fix = F.col("advice_code").isNull() & F.col("fix_code").isNotNull()
@@ -415,6 +419,7 @@ def _write(
     check_fps: DataFrame,
     progress: Progress,
     settings: Settings,
+    compare: bool = True,
 ) -> None:
     """The restore tables, each replaced by its key (``check_id``; ``savepoint`` for the
     savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
@@ -423,14 +428,15 @@ def _write(
         spark, sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}), "savepoint string"
     )
     writes = [
-        delta_writer.TableWrite("savepoint_operators", sp_table, key="savepoint", ids=savepoints),
-        delta_writer.TableWrite("savepoint_states", states, key="savepoint", ids=savepoints),
-        delta_writer.TableWrite("restore_checks", results, key="check_id"),
-        delta_writer.TableWrite("restore_operator_matches", matches, key="check_id"),
-        delta_writer.TableWrite("restore_fixes", fixes, key="check_id"),
-        delta_writer.TableWrite("restore_state_problems", problems, key="check_id"),
-        delta_writer.TableWrite(incremental.TABLE, check_fps, key="check_id"),
-    ]
+        delta_writer.TableWrite("savepoint_operators", sp_table, key="savepoint", ids=savepoints, compare=compare),
+        delta_writer.TableWrite("savepoint_states", states, key="savepoint", ids=savepoints, compare=compare),
+        *(
+            delta_writer.TableWrite(name, rows, key="check_id", compare=compare)
+            for name, rows in (("restore_checks", results), ("restore_operator_matches", matches),
+                               ("restore_fixes", fixes), ("restore_state_problems", problems),
+                               (incremental.TABLE, check_fps))
+        ),
+    ]  # fmt: skip
     delta_writer.write_run(
         spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors,
         replace_where_max_keys=settings.tables.replace_where_max_keys,
