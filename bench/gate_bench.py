@@ -76,7 +76,9 @@ def _snapshot(rev: str | None, dest: Path) -> str:
 
 def _one(code: Path, check: list[str], report: Path) -> dict:
     # pyspark.daemon runs with -m: the workers' sys.path starts with the working directory
-    env = dict(os.environ, PYTHONPATH=str(code), FLINK_JOBGRAPH_JARS=str(ROOT / ".cache" / "jars"))
+    # the snapshot holds no harness/: a --jar run exports with this checkout's (built) harness
+    env = dict(os.environ, PYTHONPATH=str(code), FLINK_JOBGRAPH_JARS=str(ROOT / ".cache" / "jars"),
+               FLINK_JOBGRAPH_HARNESS=str(ROOT / "harness"))  # fmt: skip
     cmd = [sys.executable, "-m", "pipeline.cli", "check-restore", *check, "--report", str(report)]
     proc, wall, cpu, stderr = run_timed(cmd, env=env, cwd=code)
     stages: dict[str, float] = {}
@@ -89,6 +91,8 @@ def _one(code: Path, check: list[str], report: Path) -> dict:
         at_match = re.match(r"^\[\s*([\d.]+)s\]", line.strip())
         if at_match:
             last_at = float(at_match[1])
+    if proc.returncode == 2:  # the check could not run: a timing of nothing
+        raise SystemExit(f"the check could not run (exit 2): {stderr.strip().splitlines()[-1:]}")
     verdict = json.loads(report.with_suffix(".json").read_text())["check"]["verdict"] if report.with_suffix(
         ".json").exists() else None  # fmt: skip
     row = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 1), "exit": proc.returncode, "verdict": verdict,
