@@ -117,7 +117,7 @@ def restore_run(spark, settings, tmp_path_factory, all_cases):
     return summary, out, cases, metadata, orphan
 
 
-def testjobs_jar(root: Path, line: str) -> dict[str, Path]:
+def build_testjobs_jar(root: Path, line: str) -> dict[str, Path]:
     """The harness of ``line`` (built through the front door's build step on first use), the
     test programs (harness/src/testjobs) as a thin user jar under ``root``, and the connector
     jar they need beside it: {"harness", "jar", "connector"}."""

@@ -140,9 +140,9 @@ def test_the_gate_from_a_thin_jar_says_what_it_says_from_that_jars_spec(jobs, tm
     import subprocess
     import sys
 
-    from .conftest import testjobs_jar
+    from .conftest import build_testjobs_jar
 
-    b = testjobs_jar(tmp_path, "2.3")
+    b = build_testjobs_jar(tmp_path, "2.3")
     folder, _c = jobs["sp-2.3-s11-00057"]
     temp, sink = tmp_path / "tmp", tmp_path / "sink"
     temp.mkdir()

@@ -26,7 +26,7 @@ import pytest
 
 from pipeline.export import harness as export_cmd
 
-from .conftest import testjobs_jar
+from .conftest import build_testjobs_jar
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness"
@@ -40,7 +40,7 @@ def built(tmp_path_factory):
     out = {}
     root = tmp_path_factory.mktemp("exporter")
     for line in LINES:
-        out[line] = testjobs_jar(root, line)
+        out[line] = build_testjobs_jar(root, line)
     return out
 
 
