@@ -52,6 +52,8 @@ public final class SqlGenerator {
         final String name;
         final boolean rowtime;
         final boolean proctime;
+        /** Has (or reads a table with) 'scan.parallelism', which datagen on Flink 1.15 rejects. */
+        boolean scanParallelism;
 
         Src(String name, boolean rowtime, boolean proctime) {
             this.name = name;
@@ -158,7 +160,9 @@ public final class SqlGenerator {
             Src base = pick(sources);
             String name = "v" + (sources.size() + 1);
             sql("CREATE TEMPORARY VIEW " + name + " AS SELECT * FROM " + base.name + " WHERE " + pred("", base));
-            sources.add(new Src(name, base.rowtime, base.proctime));
+            Src view = new Src(name, base.rowtime, base.proctime);
+            view.scanParallelism = base.scanParallelism;
+            sources.add(view);
         }
         int nInserts = pick(List.of(1, 1, 1, 2, 2, 3, 4));
         List<String> inserts = new ArrayList<>();
@@ -166,12 +170,33 @@ public final class SqlGenerator {
             String q = query();
             inserts.add("INSERT INTO " + sink(q, r) + " " + q);
         }
-        // BATCH multi-way joins with join hints (Flink 1.16+), the shape the planner fuses into a
-        // MultipleInput operator. Drawn from a Random of their own, after everything else, so a
+        // BATCH multi-way joins (with join hints on Flink 1.16+, without on 1.15), the shape the
+        // planner fuses into a MultipleInput operator. Drawn from a Random of their own, after everything else, so a
         // program without one is exactly the program earlier runs generated for the same seed.
         Random mr = new Random(caseSeed ^ 0x6d756c74694c4aL);
         if (batch && joinHints() && mr.nextDouble() < 0.25) {
-            String q = multiWayJoin(mr);
+            String q = multiWayJoin(mr, true, sources);
+            inserts.add("INSERT INTO " + sink(q, mr) + " " + q);
+        } else if (batch && !joinHints() && mr.nextDouble() < 0.25 && sources.stream().anyMatch(s -> !s.scanParallelism)) {
+            // Flink 1.15 has no join hints: the join algorithm is picked with
+            // table.exec.disabled-operators (and the broadcast threshold for broadcast joins), and
+            // only tables without 'scan.parallelism' are joined (1.15's datagen rejects it).
+            List<Src> usable = new ArrayList<>();
+            for (Src s : sources) {
+                if (!s.scanParallelism) {
+                    usable.add(s);
+                }
+            }
+            String joins = pick(mr, List.of("SHUFFLE", "BROADCAST", "MERGE", "DEFAULT"));
+            if (joins.equals("SHUFFLE")) {
+                setTable("table.exec.disabled-operators", "SortMergeJoin,NestedLoopJoin");
+            } else if (joins.equals("BROADCAST")) {
+                setTable("table.exec.disabled-operators", "ShuffleHashJoin,SortMergeJoin,NestedLoopJoin");
+                setTable("table.optimizer.join.broadcast-threshold", String.valueOf(Long.MAX_VALUE));
+            } else if (joins.equals("MERGE")) {
+                setTable("table.exec.disabled-operators", "ShuffleHashJoin,NestedLoopJoin");
+            }
+            String q = multiWayJoin(mr, false, usable);
             inserts.add("INSERT INTO " + sink(q, mr) + " " + q);
         }
         double how = r.nextDouble();
@@ -294,12 +319,15 @@ public final class SqlGenerator {
         } else {
             b.append(", 'rows-per-second' = '").append(pick(List.of(1, 10, 100))).append("'");
         }
-        if (p(0.2)) {
+        boolean scanParallelism = p(0.2);
+        if (scanParallelism) {
             b.append(", 'scan.parallelism' = '").append(pick(List.of(1, 2, 3, 4))).append("'");
         }
         b.append(")");
         sql(b.toString());
-        sources.add(new Src(name, rowtime, proctime));
+        Src src = new Src(name, rowtime, proctime);
+        src.scanParallelism = scanParallelism;
+        sources.add(src);
     }
 
     /** A sink table whose columns fit the query's result; returns its name. */
@@ -468,11 +496,11 @@ public final class SqlGenerator {
      * sort-merge / nested loop, or no hint), joined on one key or two, sometimes aggregated or put
      * in a UNION ALL with another join or a plain scan.
      */
-    private String multiWayJoin(Random mr) {
-        String q = hintedJoin(mr);
+    private String multiWayJoin(Random mr, boolean hints, List<Src> srcs) {
+        String q = hintedJoin(mr, hints, srcs);
         double x = mr.nextDouble();
         if (x < 0.3) {
-            String other = mr.nextBoolean() ? hintedJoin(mr) : "SELECT id, k, v AS bv FROM " + pick(mr, sources).name;
+            String other = mr.nextBoolean() ? hintedJoin(mr, hints, srcs) : "SELECT id, k, v AS bv FROM " + pick(mr, srcs).name;
             q = q + " UNION ALL " + other;
             if (mr.nextBoolean()) {
                 q = "SELECT k, COUNT(*) AS c, SUM(bv) AS sv FROM (" + q + ") GROUP BY k";
@@ -483,17 +511,17 @@ public final class SqlGenerator {
         return q;
     }
 
-    private String hintedJoin(Random mr) {
+    private String hintedJoin(Random mr, boolean hints, List<Src> srcs) {
         int n = 2 + (mr.nextDouble() < 0.35 ? 1 : 0);
         String[] al = {"a", "b", "c", "d"};
-        StringBuilder from = new StringBuilder(pick(mr, sources).name + " a");
+        StringBuilder from = new StringBuilder(pick(mr, srcs).name + " a");
         List<String> built = new ArrayList<>();
         for (int i = 1; i <= n; i++) {
             String key = mr.nextDouble() < 0.75 ? "a.k = " + al[i] + ".k" : "a.s = " + al[i] + ".s";
-            from.append(" JOIN ").append(pick(mr, sources).name).append(' ').append(al[i]).append(" ON ").append(key);
+            from.append(" JOIN ").append(pick(mr, srcs).name).append(' ').append(al[i]).append(" ON ").append(key);
             built.add(al[i]);
         }
-        String hint = pick(mr, List.of("BROADCAST", "BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP", ""));
+        String hint = hints ? pick(mr, List.of("BROADCAST", "BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP", "")) : "";
         String h = "";
         if (!hint.isEmpty()) {
             List<String> hinted = mr.nextBoolean() ? built : built.subList(0, 1);
