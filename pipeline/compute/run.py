@@ -38,10 +38,19 @@ T = TypeVar("T")
 # The chains step's input rows per partition at most (chain_inputs: chainable edges and
 # shortcuts); the 10k fleet's 1.3M rows keep all of the stage's partitions.
 EDGES_PER_PARTITION = 100_000
-# An incremental run over at most this share of the output's graphs rewrites them without
-# comparing their rows with the table's first (delta_writer.write_run's ``compare``).
+# An incremental run over at most this share of the output's keys rewrites them without
+# comparing their rows with the table's first (delta_writer.TableWrite.compare).
 COMPARE_ABOVE_SHARE = 0.1
 PER_OPERATOR_TABLES = ("operators", "job_vertices", "job_edges")
+
+
+def compares_rows(run_keys: int, known_keys: int) -> bool:
+    """Whether a run over ``run_keys`` keys (graphs, checks) compares their rows with those of
+    an output that holds ``known_keys`` before rewriting them. A nightly run's few keys changed
+    (their fingerprints say so), and the compare scans every column of every row of the table;
+    a run over most of the output (a first run, ``--full``, changed rules) compares, and
+    rewrites only the keys whose rows differ."""
+    return not known_keys or run_keys > COMPARE_ABOVE_SHARE * known_keys
 
 
 @dataclass
@@ -252,11 +261,7 @@ def compute_run(
         tables.append(fingerprints.rows(graph_fps, skip.rules_version))
     else:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(local_frame(spark, [], fingerprints.SCHEMA))
-    # A nightly run's few graphs are rewritten without first comparing their rows with the
-    # table's (a scan of every column of every row); a run over most of the output (the rules
-    # or a profile changed) compares, and rewrites only the graphs whose rows differ.
-    run_graphs = summary.graphs_in - summary.graphs_skipped
-    compare = not known or run_graphs > COMPARE_ABOVE_SHARE * len(known)
+    compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
     _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare)
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:

@@ -31,7 +31,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.compute.run import COMPARE_ABOVE_SHARE, ComputeRun, Progress, compute_run, read_ingested
+from pipeline.compute.run import ComputeRun, Progress, compares_rows, compute_run, read_ingested
 from pipeline.options import Summary
 from pipeline.restore import incremental
 from pipeline.restore.manifest import CheckLine, read_manifest
@@ -155,8 +155,7 @@ def run_checks(
         if known:
             progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
         lines = decide
-        # a nightly run's few checks decided again are written without the compare, as compute's
-        compare = not known or len(decide) > COMPARE_ABOVE_SHARE * len(known)
+        compare = compares_rows(len(decide), len(known))
         run = _with_skipped_graphs(spark, run, graphs_path, settings, progress, lines, graph_fps)
     stream = _stream_of(spark, run, graphs_path)
     savepoints = _read_savepoints(spark, lines, stream)
