@@ -84,9 +84,13 @@ def run_timed(
     seen: dict[int, float] = {}
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    while proc.poll() is None:
+    while True:  # wait() returns at the exit itself: the wall is not rounded up to a sample
         _tree_cpu(proc.pid, seen)
-        time.sleep(0.5)
+        try:
+            proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
     wall = time.perf_counter() - start
     stderr = proc.stderr.read() if proc.stderr else ""
     self_cpu = os.times()

@@ -7,12 +7,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
+from pyspark import RDD, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -159,7 +161,48 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         builder = builder.config("spark.python.daemon.module", "pipeline.worker_daemon")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if master.startswith("local"):
+        start_python_workers(spark)
     return spark
+
+
+def in_sql_worker_environment(sc: SparkContext, func: Callable[[int], Any]) -> RDD:
+    """An RDD of one element mapped by ``func`` whose task runs in the worker environment of
+    SQL's Python execs (:func:`start_python_workers`). Its function is built here, in the
+    calling thread, with the variable added to the context's environment for that moment only."""
+    before = dict(sc.environment)
+    sc.environment["SPARK_SIMPLIFIED_TRACEBACK"] = "1"
+    try:
+        rdd = sc.parallelize([0], 1).map(func)
+        rdd._jrdd  # noqa: B018 - builds the function, with its environment, now
+    finally:
+        sc.environment.clear()
+        sc.environment.update(before)
+    return rdd
+
+
+def start_python_workers(spark: SparkSession) -> None:
+    """Start Spark's Python worker daemon now, in the background, with one task of one element.
+
+    The first Python task of a run otherwise pays for the daemon's start and its imports
+    (1.5 s of a one-job check's first stage, in its event log), after the session's SQL state
+    is built, which the first DataFrame waits for (2 s of a cold JVM). This task is an RDD's:
+    it needs no SQL state, so the daemon starts while that is built, and its worker stays in
+    Spark's pool (``spark.python.worker.reuse``) for the first real task. Spark keeps one daemon
+    per worker environment, and SQL's Python execs add ``SPARK_SIMPLIFIED_TRACEBACK`` to it:
+    the task's function carries it too, so it warms the very daemon the SQL stages use
+    (:func:`pipeline.worker_daemon.serves_sql_workers`). A failure here is left to the real
+    stage to report; on another Spark version that keys daemons differently, this starts a
+    daemon no stage uses, in the background."""
+    rdd = in_sql_worker_environment(spark.sparkContext, lambda x: x)
+
+    def run() -> None:
+        try:
+            rdd.collect()
+        except Exception:  # noqa: BLE001, S110 - the real stage says what is wrong
+            pass
+
+    threading.Thread(target=run, name="flink-jobgraph-python-workers", daemon=True).start()
 
 
 def _submitted_session(settings: Settings, app_name: str) -> SparkSession:

@@ -48,3 +48,25 @@ def test_the_driver_jvm_maps_the_class_data_sharing_archive(spark, settings):
     assert mapped, "the JVM did not map the archive on top of the JDK's: " + (
         re.search(r"CDS archive\(s\) mapped at: .*", info) or [info[:200]]
     )[0]
+
+
+def test_the_python_workers_started_with_the_session_are_those_sql_stages_use(spark):
+    """get_spark starts Spark's Python worker daemon in the background with an RDD task
+    (pipeline.session.start_python_workers), so that the first SQL stage finds it started. It
+    only helps if Spark hands that task to the daemon the SQL stages fork their workers from:
+    the parent of the task's worker and of a mapInPandas task's worker is the same process,
+    and a plain RDD task's (no SQL environment) is another one, so the test tells them apart."""
+    import os
+
+    import pandas as pd
+
+    from pipeline.session import in_sql_worker_environment
+
+    sc = spark.sparkContext
+    warmed = in_sql_worker_environment(sc, lambda _: os.getppid()).collect()[0]
+    one = spark.range(1, numPartitions=1)
+    sql = one.mapInPandas(lambda it: (pd.DataFrame({"id": [os.getppid()]}) for _ in it), "id long").collect()[0][0]
+    plain = sc.parallelize([0], 1).map(lambda _: os.getppid()).collect()[0]
+    assert warmed == sql
+    assert plain != sql
+    assert "SPARK_SIMPLIFIED_TRACEBACK" not in sc.environment  # added for the warm-up's function only
