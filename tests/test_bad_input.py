@@ -113,6 +113,9 @@ def _texts_batch(*graphs: dict | str):
             "graph_id": [None] * n,
             "error_code": [None] * n,
             "message": [None] * n,
+            "line_key": [None] * n,
+            "fingerprint": [None] * n,
+            "node_count": pd.array([None] * n, dtype="Int32"),
         }
     )
 

@@ -22,11 +22,12 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from pipeline.compute import fingerprints
+from pipeline.compute import read as read_spec
 from pipeline.compute.run import Progress, compute
-from pipeline.settings import load_settings
+from pipeline.settings import Limits, load_settings
 from pipeline.tables import delta_writer
 from udfs.spec import fingerprint as fp_module
-from udfs.spec.fingerprint import spec_fingerprint
+from udfs.spec.fingerprint import line_key, line_salt, spec_fingerprint
 
 from .conftest import ROOT
 
@@ -132,6 +133,36 @@ def test_incremental_runs_equal_full_runs(spark, settings, outputs):
     after = {t: DeltaTable.forPath(spark, f"{inc}/{t}").history(1).first()["version"] for t in TABLES}
     assert after == before
     assert _snapshot(spark, inc) == _snapshot(spark, full)
+
+
+def test_lines_read_before_reach_the_stage_without_their_text(spark, settings, outputs):
+    """After the runs above, every accepted graph's ``graph_fingerprints`` row holds the key of
+    its line's bytes in the last input (the re-exported one's too: the second run rekeyed it).
+    Read again with the output's keys, exactly those lines come from the read step without
+    their text, with the graph_id, fingerprint and node count the output holds; the rejected
+    graphs' lines (the doubled id's two copies among them) come as text, keyed."""
+    root, inc, _ = outputs
+    salt = line_salt(fingerprints.rules_version(settings))
+    known = fingerprints.known_graphs(spark, inc)
+    raw = [line for line in (root / "in2" / "fleet.jsonl").read_bytes().split(b"\n") if line.strip()]
+    by_id = {json.loads(line)["graph_id"]: line for line in raw}
+    rejected = {r[0] for r in _snapshot(spark, inc, ("graph_errors",))["graph_errors"]}
+    accepted = set(by_id) - rejected
+    assert "orders-enricher@v1" in accepted and len(accepted) == len(raw) - 6  # 3 broken, 1 invalid, 2 copies
+    assert {g: known.keys[g] for g in accepted} == {g: line_key(salt, by_id[g]) for g in accepted}
+    texts = read_spec.read_texts(spark, str(root / "in2"), Limits.from_settings(settings),
+                                 read_spec.KnownLines(salt, known.lines)).collect()  # fmt: skip
+    keyed = {r["graph_id"]: r for r in texts if r["value"] is None}
+    assert set(keyed) == accepted
+    for gid, r in keyed.items():
+        assert (r["fingerprint"], r["node_count"]) == (known.graphs[gid], len(json.loads(by_id[gid])["nodes"]))
+        assert r["line_key"] == line_key(salt, by_id[gid])
+    as_text = [r for r in texts if r["value"] is not None]
+    assert len(as_text) == len(raw) - len(accepted)
+    assert all(r["line_key"] == line_key(salt, r["value"].encode()) for r in as_text)
+    # other rules (or another profile): no line is known
+    other = read_spec.KnownLines(line_salt("other rules"), known.lines)
+    assert all(r["value"] is not None for r in read_spec.read_texts(spark, str(root / "in2"), None, other).collect())
 
 
 def test_tables_of_an_earlier_release_are_recomputed_and_evolved(spark, settings, outputs):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -34,7 +35,7 @@ _COLUMNS = {
     "graph_errors": ERROR_COLUMNS,
 }
 TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
-SCHEMA = "graph_id string, fingerprint string, rules_version string"
+SCHEMA = "graph_id string, fingerprint string, rules_version string, line_key string, stream_nodes int"
 _ROOT = Path(__file__).resolve().parents[2]
 _CODE = ("udfs/spec", "udfs/flink", "udfs/compute", "udfs/errors.py", "pipeline/compute",
          "pipeline/tables/columns.py", "pipeline/version.py")  # fmt: skip
@@ -52,8 +53,28 @@ def rules_version(settings: Settings) -> str:
     return h.hexdigest()[:16]
 
 
+@dataclass
+class Known:
+    """What the output holds for a run to skip (:func:`known_graphs`)."""
+
+    graphs: dict[str, str] = field(default_factory=dict)  # graph_id -> fingerprint
+    # line_key -> (graph_id, fingerprint, stream nodes) of the lines accepted graphs came from
+    lines: dict[str, tuple[str, str, int | None]] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # graph_id -> line_key
+
+
 def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> dict[str, str]:
-    """graph_id -> fingerprint of every graph the output holds, as published (a fingerprint
+    """graph_id -> fingerprint of every graph the output holds (:func:`known_graphs`)."""
+    return known_graphs(spark, output, say).graphs
+
+
+def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> Known:
+    """What a run can skip: graph_id -> fingerprint of every graph the output holds; line_key
+    -> (graph_id, fingerprint, stream nodes) of the lines its accepted graphs were computed
+    from (a key salted with other rules matches no line of this run:
+    pipeline.compute.read.KnownLines); graph_id -> the key its row holds.
+
+    The fingerprints are the graphs' as published (a fingerprint
     computed under other rules or another profile differs, so it matches no graph of this run),
     less the graphs whose rows commits past the published view changed. A rejected graph's
     ``graph_errors`` row names the file it came from, so its known fingerprint is
@@ -65,7 +86,7 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
     killed run's input they make this run's graph set the killed run's, so the re-run covers
     it and the published view moves past it (pipeline/tables/delta_writer.published_versions)."""
     if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
-        return {}  # an output no run has written yet, or one an earlier release wrote
+        return Known()  # an output no run has written yet, or one an earlier release wrote
     names = COMMAND_TABLES["compute"]
     for name, columns in _COLUMNS.items():  # tables an earlier release wrote: every graph again
         path = table_path(output, name)
@@ -74,24 +95,41 @@ def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], No
             if missing:
                 if say:
                     say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
-                return {}
+                return Known()
     touched = touched_keys(spark, output, names, "graph_id")
     tables = read_published(spark, output, [TABLE, "graph_errors"])
     table = tables[TABLE]
+    for column, dtype in (("line_key", "string"), ("stream_nodes", "int")):  # a table an earlier release wrote
+        if column not in table.columns:
+            table = table.withColumn(column, F.lit(None).cast(dtype))
+    # Two plain reads, as Arrow, merged here: a join of the two (and Row objects for 100k
+    # graphs) cost a shuffle and its planning on every run.
+    rows = table.select("graph_id", "fingerprint", "line_key", "stream_nodes").toPandas()
+    rejected_from: dict[str, str] = {}
     if "graph_errors" in tables:  # a rejected graph matches only from the same file: see the docstring
-        errors = tables["graph_errors"].select("graph_id", "source_file")
-        table = table.join(errors, "graph_id", "left").select(
-            "graph_id",
-            F.when(F.col("source_file").isNull(), F.col("fingerprint"))
-            .otherwise(F.concat_ws(REJECTED_FROM, "fingerprint", "source_file"))
-            .alias("fingerprint"),
-        )
+        errors = tables["graph_errors"].select("graph_id", "source_file").toPandas()
+        rejected_from = dict(zip(errors["graph_id"], errors["source_file"], strict=True))
+    skip_ids: set[str] = set()
     if touched is not None:
+        skip_ids = {r[0] for r in touched.collect()}
         if say:
             say(f"the output holds commits of a run that did not publish (killed, or still running): "
-                f"its {touched.count()} graphs are computed again")  # fmt: skip
-        table = table.join(touched, "graph_id", "left_anti")
-    return {r["graph_id"]: r["fingerprint"] for r in table.select("graph_id", "fingerprint").collect()}
+                f"its {len(skip_ids)} graphs are computed again")  # fmt: skip
+    known = Known()
+    nodes = rows["stream_nodes"].astype(object).where(rows["stream_nodes"].notna(), None)
+    for gid, fp, key, n in zip(rows["graph_id"], rows["fingerprint"], rows["line_key"], nodes, strict=True):
+        if gid in skip_ids:
+            continue
+        if key is not None:
+            known.keys[gid] = key
+        source_file = rejected_from.get(gid)
+        if source_file is None:
+            known.graphs[gid] = fp
+            if key is not None:  # a rejected graph's line is read again, always
+                known.lines[key] = (gid, fp, None if n is None else int(n))
+        else:
+            known.graphs[gid] = f"{fp}{REJECTED_FROM}{source_file}"
+    return known
 
 
 def touched_keys(spark: SparkSession, output: str, names: Sequence[str], key: str) -> DataFrame | None:
@@ -122,7 +160,9 @@ def touched_keys(spark: SparkSession, output: str, names: Sequence[str], key: st
 
 def rows(fingerprint_rows: DataFrame, version: str) -> DataFrame:
     """The ``graph_fingerprints`` rows of the graphs a run computed (the stage's ``fingerprint``
-    rows less the skipped ones, whose rows the output holds already)."""
-    return fingerprint_rows.where(~F.col("skipped")).select(
-        "graph_id", "fingerprint", F.lit(version).alias("rules_version")
-    )
+    rows less the skipped ones, whose rows the output holds already), and of those it skipped
+    but read from other bytes than their row's key (``rekeyed``: :class:`pipeline.compute.stage.Skip`)."""
+    return fingerprint_rows.where(~F.col("skipped") | F.col("rekeyed")).select(
+        "graph_id", "fingerprint", F.lit(version).alias("rules_version"), "line_key",
+        F.col("node_count").alias("stream_nodes"),
+    )  # fmt: skip

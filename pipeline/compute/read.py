@@ -26,6 +26,7 @@ import re
 import stat
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -42,15 +43,47 @@ from udfs.spec.contract import (
     ParsedGraph,
     parse_graph,
 )
+from udfs.spec.fingerprint import line_key
 
 _GRAPH_ID_RE = re.compile(r'"graph_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 SPEC_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
 # The rows :func:`read_texts` hands to the per-graph step: one JSON text (a graph) each, or
 # an error already known from reading (then ``value`` is null and ``graph_id`` is set).
+# With :class:`KnownLines`, every text row also has its ``line_key``, and a line the output
+# computed already comes without its text: ``value`` null, ``graph_id``, ``fingerprint`` and
+# ``node_count`` from the output's ``graph_fingerprints``.
 TEXT_SCHEMA = T.StructType(
     [T.StructField(c, T.StringType(), True) for c in ("value", "source_file", "graph_id", "error_code", "message")]
-)
+    + [T.StructField("line_key", T.StringType(), True), T.StructField("fingerprint", T.StringType(), True),
+       T.StructField("node_count", T.IntegerType(), True)]
+)  # fmt: skip
 _TEXT_COLUMNS = TEXT_SCHEMA.fieldNames()
+
+
+def _text_row(**fields: Any) -> dict:
+    return {c: fields.get(c) for c in _TEXT_COLUMNS}
+
+
+@dataclass(frozen=True)
+class KnownLines:
+    """The spec lines an output's graphs were computed from, by their bytes: a nightly re-export
+    repeats most lines byte for byte, and such a line is not sent on to the per-graph stage at
+    all (neither its text through Spark's shuffle, nor its parse and canonical fingerprint
+    there): the read step hands on its graph_id, fingerprint and node count instead, and the
+    stage counts the graph as unchanged (:class:`pipeline.compute.stage.Skip`).
+
+    ``salt``: :func:`udfs.spec.fingerprint.line_salt` of the run's rules version, so a key
+    matches only lines read under the same rules and profiles; ``known``: line_key ->
+    (graph_id, fingerprint, node_count), a broadcast for a fleet. A line whose bytes differ
+    (other whitespace, keys in another order) still reaches the stage, which matches its
+    canonical fingerprint as before."""
+
+    salt: bytes
+    known: Any = None
+
+    def table(self) -> dict[str, tuple[str, str, int | None]]:
+        known = self.known.value if hasattr(self.known, "value") else self.known
+        return known or {}
 _BATCH_CHARS = 64 << 20  # text handed to Arrow per output frame of the read step
 
 
@@ -240,13 +273,7 @@ def _not_utf8(path: str, offset: int, byte: int, reason: str) -> dict:
 
 
 def _file_error(source_file: str, code: str, message: str) -> dict:
-    return {
-        "value": None,
-        "source_file": source_file,
-        "graph_id": file_error_id(source_file),
-        "error_code": code,
-        "message": message,
-    }
+    return _text_row(source_file=source_file, graph_id=file_error_id(source_file), error_code=code, message=message)
 
 
 def _raw_lines(chunks: Iterator[bytes], limit: int) -> Iterator[bytes | tuple[int, bytes]]:
@@ -283,13 +310,7 @@ def _too_long(path: str, size: int, head: bytes, limit: int) -> dict:
         "conf/pipeline.json (or --set limits.max_line_bytes=N) if the workers have the memory"
     )
     text = head.decode("utf-8", "replace")
-    return {
-        "value": None,
-        "source_file": path,
-        "graph_id": _unparseable_id(text, path),
-        "error_code": "LINE_TOO_LONG",
-        "message": msg,
-    }
+    return _text_row(source_file=path, graph_id=_unparseable_id(text, path), error_code="LINE_TOO_LONG", message=msg)
 
 
 def _texts(text: str) -> list[str]:
@@ -304,8 +325,10 @@ def _texts(text: str) -> list[str]:
     return [line for line in stripped.splitlines() if line.strip()]
 
 
-def _file_texts(path: str, content: bytes, limits: Limits) -> Iterator[dict]:
-    """Text rows of one spec file: one per graph, or the file's (or a line's) error row."""
+def _file_texts(path: str, content: bytes, limits: Limits, lines: KnownLines | None = None) -> Iterator[dict]:
+    """Text rows of one spec file: one per graph, or the file's (or a line's) error row; with
+    ``lines``, each keyed by its bytes, and a known line's without its text (:class:`KnownLines`)."""
+    salt, known = (lines.salt, lines.table()) if lines is not None else (None, {})
     name = urlparse(path).path.lower()
     chunks = _gzip_chunks if name.endswith(".gz") else _plain_chunks
     error = _check_file(chunks(content), path)
@@ -331,13 +354,19 @@ def _file_texts(path: str, content: bytes, limits: Limits) -> Iterator[dict]:
         if len(raw) > limit:
             yield _too_long(path, len(raw), raw[: 1 << 20], limit)
             continue
+        key = line_key(salt, raw) if salt is not None else None
+        held = known.get(key) if key is not None else None
+        if held is not None:  # the very bytes of a line the output computed (KnownLines)
+            first = False
+            yield _text_row(source_file=path, graph_id=held[0], fingerprint=held[1], node_count=held[2], line_key=key)
+            continue
         line = raw.decode("utf-8-sig" if first else "utf-8")  # a leading byte-order mark is dropped
         first = False
         if line.strip():
-            yield {"value": line, "source_file": path, "graph_id": None, "error_code": None, "message": None}
+            yield _text_row(value=line, source_file=path, line_key=key)
 
 
-def _read_files(limits: Limits) -> Any:
+def _read_files(limits: Limits, lines: KnownLines | None = None) -> Any:
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
             rows: list[dict] = []
@@ -345,16 +374,22 @@ def _read_files(limits: Limits) -> Any:
             for path, content in zip(batch["path"], batch["content"], strict=True):
                 if path.startswith("file:/") and not path.startswith("file://"):
                     path = "file://" + path[5:]  # as input_file_name() and list_spec_files write it
-                for row in _file_texts(path, content, limits):
+                for row in _file_texts(path, content, limits, lines):
                     rows.append(row)
                     chars += len(row["value"] or "")
                     if chars >= _BATCH_CHARS:
-                        yield pd.DataFrame(rows, columns=_TEXT_COLUMNS)
+                        yield _text_frame(rows)
                         rows, chars = [], 0
             if rows:
-                yield pd.DataFrame(rows, columns=_TEXT_COLUMNS)
+                yield _text_frame(rows)
 
     return run
+
+
+def _text_frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=_TEXT_COLUMNS)
+    frame["node_count"] = frame["node_count"].astype("Int32")  # nulls stay nulls, not NaN
+    return frame
 
 
 def _is_spec_name(name: str) -> bool:
@@ -431,9 +466,12 @@ def _list_local(path: str) -> tuple[list[str], list[dict], int]:
     return files, errors, size
 
 
-def read_texts(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
+def read_texts(
+    spark: SparkSession, path: str, limits: Limits | None = None, lines: KnownLines | None = None
+) -> DataFrame:
     """:data:`TEXT_SCHEMA` rows (one per graph text, or per file/line error), spread evenly
-    over partitions sized to the input (:func:`text_partitions`) whatever the files' layout."""
+    over partitions sized to the input (:func:`text_partitions`) whatever the files' layout;
+    a line ``lines`` knows comes without its text (:class:`KnownLines`)."""
     limits = limits or Limits.from_settings()
     files, errors, size = list_spec_files(spark, path)
     if not files and not errors:
@@ -441,9 +479,9 @@ def read_texts(spark: SparkSession, path: str, limits: Limits | None = None) -> 
     frames = []
     if files:
         raw = spark.read.format("binaryFile").load(files).select("path", "content")
-        frames.append(raw.mapInPandas(_read_files(limits), TEXT_SCHEMA))
+        frames.append(raw.mapInPandas(_read_files(limits, lines), TEXT_SCHEMA))
     if errors:
-        frames.append(spark.createDataFrame(pd.DataFrame(errors, columns=_TEXT_COLUMNS), TEXT_SCHEMA))
+        frames.append(spark.createDataFrame(_text_frame(errors), TEXT_SCHEMA))
     texts = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     # Round-robin, so the per-graph step's parallelism does not depend on the file layout
     # (bench/split_fleet.py: one gzip file vs 100).

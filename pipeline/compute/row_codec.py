@@ -250,7 +250,12 @@ FUSED_ROWS = RowCodec(
         "error": _typed(c for c in ERROR_COLUMNS if c != "graph_id"),
         "timing": _typed(["step", "worker_seconds"], worker_seconds=T.DoubleType()),
         # what decides a graph's tables (udfs/spec/fingerprint.py), and whether the run skipped it
-        "fingerprint": _typed(["fingerprint", "skipped", "known"], skipped=T.BooleanType(), known=T.BooleanType()),
+        # (and, for the next run's read step, the key of the line's bytes and its stream nodes)
+        "fingerprint": _typed(
+            ["fingerprint", "skipped", "known", "line_key", "node_count", "rekeyed"],
+            skipped=T.BooleanType(), known=T.BooleanType(), line_key=T.StringType(), node_count=_INT,
+            rekeyed=T.BooleanType(),
+        ),  # fmt: skip
         # the stream tables' rows (what ``ingest`` writes, what ``check-restore`` explains with),
         # emitted only when asked for: the graphs as the contract checks read them
         "stream_graph": _typed(c for c in GRAPH_COLUMNS if c != "graph_id"),

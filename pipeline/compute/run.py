@@ -32,6 +32,7 @@ from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, column_t
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import STEPS
 from udfs.spec.contract import EDGE_COLUMNS, ERROR_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
+from udfs.spec.fingerprint import line_salt
 
 T = TypeVar("T")
 
@@ -218,22 +219,27 @@ def compute_run(
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
     ingested = None if from_texts else read_ingested(spark, input_path)
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
-    skip = None
+    skip, lines = None, None
     if from_texts:
         version = fingerprints.rules_version(settings)
-        if known is None:
-            known = {} if full or output is None else fingerprints.known_fingerprints(spark, output, progress.say)
-            if known:
+        held = fingerprints.Known(graphs=known or {})  # check-restore's second pass: the graphs it names
+        if known is None and not full and output is not None:
+            held = fingerprints.known_graphs(spark, output, progress.say)
+            if held.graphs:
                 progress.say(
-                    f"incremental: the output holds {len(known)} graphs' fingerprints; rules version {version}"
+                    f"incremental: the output holds {len(held.graphs)} graphs' fingerprints, "
+                    f"{len(held.lines)} of them with the key of their line's bytes; rules version {version}"
                 )
-        skip = fused.Skip(version, spark.sparkContext.broadcast(known) if known else None)
+        known = held.graphs
+        bc = spark.sparkContext.broadcast
+        lines = read_spec.KnownLines(line_salt(version), bc(held.lines) if held.lines else None)
+        skip = fused.Skip(version, bc(known) if known else None, bc(held.keys) if held.keys else None)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     rows = _timed(
         summary,
         progress,
         "read+compute",
-        lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip),
+        lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip, lines),
         spark,
         count_graphs=from_texts,
     )
@@ -257,12 +263,18 @@ def compute_run(
     run_ids = _run_ids(spark, counts, rejected)
     tables = [operators, vertices, job_edges, errors]
     graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
+    fingerprint_ids = None
     if graph_fps is not None:
         tables.append(fingerprints.rows(graph_fps, skip.rules_version))
+        if counts.rekeyed:  # graphs skipped but read from other bytes: their row gets the new key
+            rekeyed = graph_fps.where(F.col("rekeyed")).select("graph_id")
+            fingerprint_ids = run_ids.unionByName(rekeyed).distinct()
     else:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
         tables.append(local_frame(spark, [], fingerprints.SCHEMA))
     compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
-    _write_and_count(spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare)
+    _write_and_count(
+        spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids
+    )
     kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
@@ -296,15 +308,17 @@ def _stage_rows(
     ingested: StreamTables | None,
     emit: frozenset[str],
     skip: fused.Skip | None = None,
+    lines: read_spec.KnownLines | None = None,
 ) -> DataFrame:
     """The per-graph stage's rows of every input graph, checkpointed: from spec texts (one
-    ``mapInArrow``), or from an ingested folder's stream tables."""
+    ``mapInArrow``; a line ``lines`` knows by its bytes reaches it without its text), or from
+    an ingested folder's stream tables."""
     if ingested is not None:
         graphs = ingested.graphs.count() + ingested.errors.count()
         rows = fused.rows_from_tables(ingested, per_graph.bucket_count(graphs))
     else:
         limits = read_spec.Limits.from_settings(settings)
-        texts = read_spec.read_texts(spark, input_path, limits)
+        texts = read_spec.read_texts(spark, input_path, limits, lines)
         rows = fused.rows_from_texts(texts, limits, settings.testing.raise_in_graph, emit, skip)
     return rows.localCheckpoint(eager=True)
 
@@ -314,6 +328,7 @@ class _Counts:
     by_graph: DataFrame  # count_per_graph, checkpointed
     rows: dict[str, int]  # kind -> rows
     graphs: dict[str, int]  # kind -> graphs with rows of it
+    rekeyed: int = 0  # graphs skipped by their fingerprint, read from other bytes (fused.Skip)
 
 
 def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: Progress) -> _Counts:
@@ -334,6 +349,7 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
                 F.sum("seconds").alias("seconds"),
                 F.sum("skipped").alias("skipped"),
                 F.sum("known").alias("known"),
+                F.sum("rekeyed").alias("rekeyed"),
             )
             .collect()
         )
@@ -349,6 +365,7 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
             summary.graphs_skipped = int(r["skipped"] or 0)
             summary.graphs_recomputed = int(r["known"] or 0) - summary.graphs_skipped
             summary.graphs_new = int(r["n"]) - int(r["known"] or 0)
+            counts.rekeyed = int(r["rekeyed"] or 0)
         elif r["kind"] == "stats":
             summary.bfs_levels_max, summary.hash_layers_max = int(r["bfs"] or 0), int(r["layers"] or 0)
     order = {step: i for i, step in enumerate(STEPS)}  # the steps in the order they run
@@ -365,6 +382,12 @@ def _chains(rows: DataFrame, counts: _Counts, settings: Settings, summary: RunSu
     # One pass over all rows; partitions sized to the edges (GraphX runs a task per partition
     # per step of every iteration: 16 partitions of a one-job gate's 12 edges cost more than the
     # work); coalesce never adds partitions, so a big run keeps the rows' own.
+    summary.chains_engine = settings.chains.engine
+    if not counts.rows.get("chain_edge"):
+        # No chainable edge in the run (a night whose graphs are all unchanged, or none chains):
+        # no component to find, every node is its own chain. The check below still holds the
+        # walk to that: a member it placed under a head is a disagreement.
+        return local_frame(rows.sparkSession, [], "graph_id string, node_id int, root int")
     n_edges = counts.rows.get("chain_edge", 0) + counts.rows.get("operator", 0)
     edges = chain_inputs(rows).coalesce(max(1, -(-n_edges // EDGES_PER_PARTITION))).localCheckpoint(eager=True)
     shortcut = F.col("shortcut")
@@ -376,7 +399,6 @@ def _chains(rows: DataFrame, counts: _Counts, settings: Settings, summary: RunSu
         ),
         graph_ids=counts.by_graph.where(F.col("kind") == "chain_edge").select("graph_id"),
     )
-    summary.chains_engine = settings.chains.engine
     return roots.localCheckpoint(eager=True)
 
 
@@ -443,6 +465,7 @@ def count_per_graph(rows: DataFrame) -> DataFrame:
         F.sum(only("timing", "worker_seconds")).alias("seconds"),
         F.sum(only("fingerprint", "skipped").cast("int")).alias("skipped"),
         F.sum(only("fingerprint", "known").cast("int")).alias("known"),
+        F.sum(only("fingerprint", "rekeyed").cast("int")).alias("rekeyed"),
         *chains.walk_fingerprint(only("operator", "node_id"), only("operator", "chain_head_node_id"), member),
     )
 
@@ -480,6 +503,7 @@ def _write_and_count(
     graph_counts: dict[str, int] | None = None,
     table_settings: TableSettings | None = None,
     compare: bool = True,
+    fingerprint_ids: DataFrame | None = None,
 ) -> None:
     """The last step: the tables to Delta (operators, job_vertices, job_edges, graph_errors,
     and graph_fingerprints when given), each replaced in one commit, then the run published in
@@ -489,8 +513,9 @@ def _write_and_count(
     job_vertices and job_edges are already set. ``output`` None: counted, not written."""
     written = [
         delta_sink.TableWrite(
-            name, rows, key_count=(graph_counts or {}).get(name), compare=compare or name not in PER_OPERATOR_TABLES
-        )
+            name, rows, key_count=(graph_counts or {}).get(name), compare=compare or name not in PER_OPERATOR_TABLES,
+            ids=fingerprint_ids if name == fingerprints.TABLE else None,
+        )  # fmt: skip
         for name, rows in zip(COMMAND_TABLES["compute"], tables, strict=False)
     ]
     _count_outputs(summary, tables[1], tables[2], tables[3], count_tables=graph_counts is None)

@@ -130,14 +130,25 @@ class Skip:
     ``rules_version``) is there is neither computed nor emitted, only counted (its ``graph`` row
     and a ``fingerprint`` row with ``skipped``); every other graph gets its ``fingerprint`` row
     (``known``: the output holds the graph, under another fingerprint), which the run writes to
-    ``graph_fingerprints`` with its tables."""
+    ``graph_fingerprints`` with its tables.
+
+    ``keys``: graph_id -> the key of the line the output's row was computed from
+    (:class:`pipeline.compute.read.KnownLines`). A graph skipped by its fingerprint but read
+    from other bytes (a re-export with other whitespace) is ``rekeyed``: its ``graph_fingerprints``
+    row is written again with the new key, as a full run writes it, and the next run knows the
+    line by its bytes."""
 
     rules_version: str
     known: Any = None  # a Broadcast of dict[str, str], or a dict; None: nothing known yet
+    keys: Any = None  # a Broadcast of dict[str, str], or a dict
 
     def fingerprints(self) -> dict[str, str]:
         known = self.known.value if hasattr(self.known, "value") else self.known
         return known or {}
+
+    def line_keys(self) -> dict[str, str]:
+        keys = self.keys.value if hasattr(self.keys, "value") else self.keys
+        return keys or {}
 
 
 def _from_texts(
@@ -166,12 +177,21 @@ def _batch_rows(
     t = time.perf_counter()
     loaded, errors, skipped = [], [], []
     known = skip.fingerprints() if skip else {}
-    fingerprints: dict[str, list] = {"graph_id": [], "fingerprint": [], "skipped": [], "known": []}
-    for value, source_file, gid, code, message in zip(
-        batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"], strict=True
-    ):
+    stored_keys = skip.line_keys() if skip else {}
+    fingerprints: dict[str, list] = {k: [] for k in ("graph_id", "fingerprint", "skipped", "known", "line_key",
+                                                     "node_count", "rekeyed")}  # fmt: skip
+    node_counts = batch["node_count"].astype(object).where(batch["node_count"].notna(), None)
+    for value, source_file, gid, code, message, key, held_fp, held_nodes in zip(
+        batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"],
+        batch["line_key"], batch["fingerprint"], node_counts, strict=True,
+    ):  # fmt: skip
         if code is not None:  # a file or line that could not be read (read_spec._file_texts)
             errors.append({"graph_id": gid, "error_code": code, "message": message, "source_file": source_file})
+            continue
+        if value is None:  # a line the output computed, known by its bytes (read_spec.KnownLines)
+            for k, v in zip(fingerprints, (gid, held_fp, True, True, key, held_nodes, False), strict=True):
+                fingerprints[k].append(v)
+            skipped.append((gid, source_file, held_nodes))
             continue
         obj, error = load_text(value, source_file, limits, fast=True)
         if error is not None:
@@ -181,14 +201,16 @@ def _batch_rows(
         # a graph without a text graph_id is rejected whatever it holds: nothing to key it by
         fp = spec_fingerprint(obj, skip.rules_version) if skip and isinstance(graph_id, str) else None
         if fp is not None:
-            fingerprints["graph_id"].append(graph_id)
-            fingerprints["fingerprint"].append(fp)
             held = known.get(graph_id)
-            fingerprints["skipped"].append(held == fp or held == f"{fp}{REJECTED_FROM}{source_file}")
-            fingerprints["known"].append(graph_id in known)
-            if fingerprints["skipped"][-1]:
-                nodes = obj.get("nodes")
-                skipped.append((graph_id, source_file, len(nodes) if isinstance(nodes, list) else None))
+            nodes = obj.get("nodes")
+            n_nodes = len(nodes) if isinstance(nodes, list) else None
+            unchanged = held == fp or held == f"{fp}{REJECTED_FROM}{source_file}"
+            rekeyed = unchanged and key is not None and stored_keys.get(graph_id) != key
+            values = (graph_id, fp, unchanged, graph_id in known, key, n_nodes, rekeyed)
+            for k, v in zip(fingerprints, values, strict=True):
+                fingerprints[k].append(v)
+            if unchanged:
+                skipped.append((graph_id, source_file, n_nodes))
                 continue
         loaded.append((obj, value, source_file))
     # The columnar checks over the whole batch; the graphs they do not accept are checked one

@@ -20,7 +20,7 @@ import orjson
 from udfs.flink.profiles import PROFILE_DIR
 from udfs.spec.contract import ContractError, normalize_version
 
-__all__ = ["REJECTED_FROM", "profile_digest", "spec_fingerprint"]
+__all__ = ["REJECTED_FROM", "line_key", "line_salt", "profile_digest", "spec_fingerprint"]
 
 # A rejected graph's known value: its fingerprint, this, and the file its graph_errors row names
 # (pipeline/compute/fingerprints.py builds it, pipeline/compute/stage.py matches it)
@@ -47,3 +47,21 @@ def spec_fingerprint(obj: Any, rules_version: str) -> str | None:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
     return h.hexdigest()[:32]
+
+
+def line_salt(rules_version: str) -> bytes:
+    """What a line's key is salted with: the rules version and every line's profile. A line's
+    Flink line is not known before it is parsed, so any profile's change changes every key
+    (those lines' graphs are then matched by :func:`spec_fingerprint` again, as before keys)."""
+    h = hashlib.sha256(rules_version.encode())
+    for path in sorted(PROFILE_DIR.glob("*.json")):
+        h.update(path.name.encode())
+        h.update(profile_digest(path.stem).encode())
+    return h.digest()
+
+
+def line_key(salt: bytes, raw: bytes) -> str:
+    """The key of one spec line's bytes as read (pipeline.compute.read.KnownLines): equal keys,
+    equal bytes under equal rules and profiles, so the same tables. BLAKE2b, keyed by the salt:
+    a cryptographic digest at about the speed of reading the bytes."""
+    return hashlib.blake2b(raw, digest_size=16, key=salt).hexdigest()
