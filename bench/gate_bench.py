@@ -79,7 +79,8 @@ def _one(code: Path, check: list[str], report: Path) -> dict:
     # the snapshot holds no harness/: a --jar run exports with this checkout's (built) harness
     env = dict(os.environ, PYTHONPATH=str(code), FLINK_JOBGRAPH_JARS=str(ROOT / ".cache" / "jars"),
                FLINK_JOBGRAPH_HARNESS=str(ROOT / "harness"))  # fmt: skip
-    cmd = [sys.executable, "-m", "pipeline.cli", "check-restore", *check, "--report", str(report)]
+    # --report before the check's own arguments: a jar's end with "-- ARGS" for its main()
+    cmd = [sys.executable, "-m", "pipeline.cli", "check-restore", "--report", str(report), *check]
     proc, wall, cpu, stderr = run_timed(cmd, env=env, cwd=code)
     stages: dict[str, float] = {}
     last_at = None
