@@ -619,7 +619,11 @@ def read_published(spark: SparkSession, output: str, tables: Sequence[str] | Non
 
 
 def is_delta_folder(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` is a folder ``ingest`` wrote (its ``stream_nodes`` is a Delta table: its
+    log holds a commit), asked of the file system (:func:`latest_commit`): the first Delta call
+    of a process initialises Delta in the JVM, 1-2 s that a run from spec files (a one-job deploy
+    gate, which reads and writes no table) would pay for nothing."""
     try:
-        return DeltaTable.isDeltaTable(spark, table_path(path, "stream_nodes"))
+        return latest_commit(spark, table_path(path, "stream_nodes")) is not None
     except Exception:
         return False
