@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,7 @@ def main() -> None:
     ap.add_argument("--no-proof", action="store_true", help="pass --no-proof (fixes proposed, not recomputed)")
     ap.add_argument("--rerun", default="", help="re-runs after the first: percent of savepoints new, e.g. 0,1")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--keep", action="store_true", help="keep the fleet and its output (a temporary folder)")
     args = ap.parse_args()
     cases, metadata = _cases(args.checks // 2)
     work = Path(tempfile.mkdtemp(prefix="restore-bench-"))
@@ -152,6 +154,10 @@ def main() -> None:
     (ROOT / "bench" / "results" / name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("checks", "exit_code", "wall_seconds", "cpu_seconds_process_tree")}))
     print(f"-> bench/results/{name}")
+    if args.keep:
+        print(f"fleet and output kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
