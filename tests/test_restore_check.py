@@ -242,3 +242,34 @@ def test_effective_max_parallelism_is_what_flink_shows():
     assert got.tolist() == [128, 256, 64, -1]
     _, _, vertices, _ = compute_one(_three_vertex_job(-1))
     assert vertices["effective_max_parallelism"].tolist() == [128, 128, 128]
+
+
+def test_a_graph_view_of_payload_records_is_the_view_of_their_frames():
+    """A check's graph views are built from its payloads' dicts (JSON without null fields),
+    no longer from pandas frames of them: the very same view, missing fields included (a
+    frame reads them as NaN), on real graphs computed as the pipeline does."""
+    import json as _json
+
+    from udfs.compute.one_graph import compute_one
+    from udfs.restore import check_rows as cr
+    from udfs.restore import fixes as rf
+
+    samples = Path(__file__).resolve().parents[1] / "samples"
+    specs = [_json.loads((samples / f).read_text()) for f in ("wordcount.json", "stateful-with-uids.json")]
+    specs += [_json.loads(line) for line in (samples / "fleet-sample.jsonl").read_text().splitlines()[:6]]
+    for spec in specs:
+        nodes, ops, _, _ = compute_one(spec)
+        # as _payload's to_json gives them: null fields left out
+        node_rows = [{k: v for k, v in r.items() if v is not None and v == v} for r in
+                     nodes[cr.NODE_FIELDS].to_dict("records")]  # fmt: skip
+        op_rows = [{k: v for k, v in r.items() if v is not None and v == v} for r in
+                   ops[cr.OPERATOR_FIELDS].to_dict("records")]  # fmt: skip
+        edges = [(e["source"], e["target"]) for e in spec["edges"]]
+        for drop in ((), ("uid", "uid_hash", "max_parallelism", "chaining_strategy")):
+            rows = [{k: v for k, v in r.items() if k not in drop} for r in node_rows]
+            framed = rf.graph_view(
+                pd.DataFrame(rows, columns=cr.NODE_FIELDS), pd.DataFrame(edges, columns=["source", "target"]),
+                pd.DataFrame(op_rows, columns=cr.OPERATOR_FIELDS), spec.get("chaining_enabled", True),
+            )  # fmt: skip
+            assert rf.graph_view_of_records(rows, edges, op_rows, spec.get("chaining_enabled", True)) == framed
+            assert framed.nodes, spec["graph_id"]

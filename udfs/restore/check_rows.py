@@ -39,20 +39,14 @@ STATE_DROPPED = "STATE_DROPPED_BY_ALLOW_NON_RESTORED_STATE"
 PROOF_ROUNDS = 3
 
 
-def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns)
-
-
 def _view(items: dict[str, list[dict]], prefix: str, chaining_enabled: bool) -> rf.GraphView | None:
     if not items.get(prefix + "op"):
         return None
     edges = sorted(items.get(prefix + "edge", []), key=lambda e: e.get("edge_idx", 0))
-    return rf.graph_view(
-        _frame(items.get(prefix + "node", []), NODE_FIELDS),
-        _frame(edges, ["source", "target"]),
-        _frame(items[prefix + "op"], OPERATOR_FIELDS),
+    return rf.graph_view_of_records(
+        items.get(prefix + "node", []), [(e["source"], e["target"]) for e in edges], items[prefix + "op"],
         chaining_enabled,
-    )
+    )  # fmt: skip
 
 
 def saved_operators(items: list[dict]) -> list[rr.SavedOperator]:

@@ -16,6 +16,7 @@ proves each fix by recomputing the patched graph and deciding again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -232,6 +233,45 @@ def graph_view(nodes, edges, operators, chaining_enabled: bool) -> GraphView:  #
                 inputs=tuple(ins.get(nid, ())),
                 outputs=tuple(outs.get(nid, ())),
                 max_parallelism=_int_or(getattr(r, "max_parallelism", None), -1),
+            )
+        )
+    return GraphView(bool(chaining_enabled), out)
+
+
+def graph_view_of_records(
+    nodes: list[dict], edges: list[tuple[int, int]], operators: list[dict], chaining_enabled: bool
+) -> GraphView:
+    """:func:`graph_view` of rows as dicts (a check's payloads, JSON without its null fields)
+    instead of frames: the same view, without three pandas frames per job version and check
+    (building them was a third of a 1,000-check run's decide, docs/benchmarks.md). A missing
+    field reads as a frame built from the same dicts reads it (NaN, so ``str()`` is "nan")."""
+    ins: dict[int, list[int]] = {}
+    outs: dict[int, list[int]] = {}
+    for s, t in edges:
+        outs.setdefault(int(s), []).append(int(t))
+        ins.setdefault(int(t), []).append(int(s))
+    ops = {int(o["node_id"]): o for o in operators}
+    out = []
+    for r in sorted(nodes, key=lambda n: n["node_id"]):
+        nid = int(r["node_id"])
+        o = ops.get(nid)
+        if o is None:
+            continue
+        uid, uid_hash, user_id = r.get("uid"), r.get("uid_hash"), o.get("user_operator_id")
+        strategy = r.get("chaining_strategy")
+        out.append(
+            GraphNode(
+                node_id=nid,
+                name=r.get("name", math.nan),
+                uid=uid if isinstance(uid, str) else None,
+                uid_hash=uid_hash if isinstance(uid_hash, str) else None,
+                chaining_strategy=str(math.nan if "chaining_strategy" not in r else strategy),
+                operator_id=o.get("operator_id", math.nan),
+                user_operator_id=user_id if isinstance(user_id, str) else None,
+                jobvertex_id=o.get("jobvertex_id", math.nan),
+                inputs=tuple(ins.get(nid, ())),
+                outputs=tuple(outs.get(nid, ())),
+                max_parallelism=_int_or(r.get("max_parallelism"), -1),
             )
         )
     return GraphView(bool(chaining_enabled), out)
