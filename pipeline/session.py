@@ -166,6 +166,13 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
     return spark
 
 
+def held_value(held: Any) -> dict:
+    """What a task was handed as a Broadcast (a fleet's) or as the value itself (a test's),
+    read on the worker; None: an empty dict."""
+    value = held.value if hasattr(held, "value") else held
+    return value or {}
+
+
 def in_sql_worker_environment(sc: SparkContext, func: Callable[[int], Any]) -> RDD:
     """An RDD of one element mapped by ``func`` whose task runs in the worker environment of
     SQL's Python execs (:func:`start_python_workers`). Its function is built here, in the

@@ -21,6 +21,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.compute import read as read_spec
 from pipeline.settings import Settings
 from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS
@@ -116,7 +117,7 @@ def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | 
             say(f"the output holds commits of a run that did not publish (killed, or still running): "
                 f"its {len(skip_ids)} graphs are computed again")  # fmt: skip
     known = Known()
-    nodes = rows["stream_nodes"].astype(object).where(rows["stream_nodes"].notna(), None)
+    nodes = read_spec.nulls_as_none(rows["stream_nodes"])
     for gid, fp, key, n in zip(rows["graph_id"], rows["fingerprint"], rows["line_key"], nodes, strict=True):
         if gid in skip_ids:
             continue

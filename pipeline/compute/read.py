@@ -35,7 +35,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pipeline.session import is_local_path, local_path
+from pipeline.session import held_value, is_local_path, local_path
 from pipeline.settings import Limits
 from udfs.errors import internal_error_message
 from udfs.spec.contract import (
@@ -82,8 +82,12 @@ class KnownLines:
     known: Any = None
 
     def table(self) -> dict[str, tuple[str, str, int | None]]:
-        known = self.known.value if hasattr(self.known, "value") else self.known
-        return known or {}
+        return held_value(self.known)
+
+
+def nulls_as_none(column: pd.Series) -> pd.Series:
+    """An int column with nulls, as objects whose nulls are None (pandas reads them NaN)."""
+    return column.astype(object).where(column.notna(), None)
 _BATCH_CHARS = 64 << 20  # text handed to Arrow per output frame of the read step
 
 

@@ -34,8 +34,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.compute.buckets import cogroup_buckets
-from pipeline.compute.read import Limits, load_text, parse_loaded
+from pipeline.compute.read import Limits, load_text, nulls_as_none, parse_loaded
 from pipeline.compute.row_codec import FUSED_ROWS
+from pipeline.session import held_value
 from pipeline.tables.columns import VERTEX_COLUMNS, column_type
 from pipeline.tables.stream_tables import StreamTables
 from udfs.compute.batch import (
@@ -143,12 +144,10 @@ class Skip:
     keys: Any = None  # a Broadcast of dict[str, str], or a dict
 
     def fingerprints(self) -> dict[str, str]:
-        known = self.known.value if hasattr(self.known, "value") else self.known
-        return known or {}
+        return held_value(self.known)
 
     def line_keys(self) -> dict[str, str]:
-        keys = self.keys.value if hasattr(self.keys, "value") else self.keys
-        return keys or {}
+        return held_value(self.keys)
 
 
 def _from_texts(
@@ -180,7 +179,7 @@ def _batch_rows(
     stored_keys = skip.line_keys() if skip else {}
     fingerprints: dict[str, list] = {k: [] for k in ("graph_id", "fingerprint", "skipped", "known", "line_key",
                                                      "node_count", "rekeyed")}  # fmt: skip
-    node_counts = batch["node_count"].astype(object).where(batch["node_count"].notna(), None)
+    node_counts = nulls_as_none(batch["node_count"])
     for value, source_file, gid, code, message, key, held_fp, held_nodes in zip(
         batch["value"], batch["source_file"], batch["graph_id"], batch["error_code"], batch["message"],
         batch["line_key"], batch["fingerprint"], node_counts, strict=True,

@@ -208,43 +208,19 @@ def _int_or(value: object, default: int) -> int:
 
 def graph_view(nodes, edges, operators, chaining_enabled: bool) -> GraphView:  # noqa: ANN001 (pandas frames)
     """A job version from its ``stream_nodes``-like, ``stream_edges``-like and ``operators`` frames."""
-    ins: dict[int, list[int]] = {}
-    outs: dict[int, list[int]] = {}
-    for s, t in zip(edges["source"], edges["target"], strict=True):
-        outs.setdefault(int(s), []).append(int(t))
-        ins.setdefault(int(t), []).append(int(s))
-    ops = {int(r.node_id): r for r in operators.itertuples(index=False)}
-    out = []
-    for r in nodes.sort_values("node_id").itertuples(index=False):
-        nid = int(r.node_id)
-        o = ops.get(nid)
-        if o is None:
-            continue
-        out.append(
-            GraphNode(
-                node_id=nid,
-                name=r.name,
-                uid=r.uid if isinstance(r.uid, str) else None,
-                uid_hash=r.uid_hash if isinstance(r.uid_hash, str) else None,
-                chaining_strategy=str(r.chaining_strategy),
-                operator_id=o.operator_id,
-                user_operator_id=o.user_operator_id if isinstance(o.user_operator_id, str) else None,
-                jobvertex_id=o.jobvertex_id,
-                inputs=tuple(ins.get(nid, ())),
-                outputs=tuple(outs.get(nid, ())),
-                max_parallelism=_int_or(getattr(r, "max_parallelism", None), -1),
-            )
-        )
-    return GraphView(bool(chaining_enabled), out)
+    return graph_view_of_records(
+        nodes.to_dict("records"), list(zip(edges["source"], edges["target"], strict=True)),
+        operators.to_dict("records"), chaining_enabled,
+    )  # fmt: skip
 
 
 def graph_view_of_records(
     nodes: list[dict], edges: list[tuple[int, int]], operators: list[dict], chaining_enabled: bool
 ) -> GraphView:
-    """:func:`graph_view` of rows as dicts (a check's payloads, JSON without its null fields)
-    instead of frames: the same view, without three pandas frames per job version and check
-    (building them was a third of a 1,000-check run's decide, docs/benchmarks.md). A missing
-    field reads as a frame built from the same dicts reads it (NaN, so ``str()`` is "nan")."""
+    """A job version from its rows as dicts: a check's payloads (JSON without its null fields)
+    are read so, without three pandas frames per job version and check (building them was a
+    third of a 1,000-check run's decide, docs/benchmarks.md). A missing field reads as a frame
+    built from the same dicts reads it (NaN, so ``str()`` is "nan")."""
     ins: dict[int, list[int]] = {}
     outs: dict[int, list[int]] = {}
     for s, t in edges:
