@@ -273,3 +273,69 @@ def test_a_graph_view_of_payload_records_is_the_view_of_their_frames():
             )  # fmt: skip
             assert rf.graph_view_of_records(rows, edges, op_rows, spec.get("chaining_enabled", True)) == framed
             assert framed.nodes, spec["graph_id"]
+
+
+def test_graphs_computed_in_one_batch_are_the_graphs_computed_alone():
+    """The restore check computes a partition's patched graphs in one batch (compute_many):
+    each graph's operators and vertices are the ones compute_one gives it alone, a repeated
+    graph id included (two checks of one job), and a graph the contract or Flink rejects gets
+    the very error compute_one raises, without failing its neighbours."""
+    import json as _json
+
+    from tests.test_bad_input import BAD
+    from udfs.compute.one_graph import compute_many, compute_one
+    from udfs.errors import CodedError
+
+    samples = Path(__file__).resolve().parents[1] / "samples"
+    specs = [_json.loads(line) for line in (samples / "fleet-sample.jsonl").read_text().splitlines()[:12]]
+    specs.insert(3, BAD["FLINK_REJECTED"])
+    specs.insert(5, BAD["DUPLICATE_NODE_ID"])
+    again = _json.loads(_json.dumps(specs[0]))
+    for n in again["nodes"]:
+        n["parallelism"] = 7
+    specs.append(again)  # the same graph_id as specs[0], other vertices
+    got = compute_many(specs)
+    assert len(got) == len(specs)
+    for spec, result in zip(specs, got, strict=True):
+        try:
+            nodes, ops, vertices, _ = compute_one(spec)
+        except CodedError as e:
+            assert isinstance(result, CodedError), spec["graph_id"]
+            assert (result.code, str(result)) == (e.code, str(e))
+            continue
+        assert ops.to_dict("records") == result.operators, spec["graph_id"]
+        assert vertices.to_dict("records") == result.vertices, spec["graph_id"]
+        assert [n["node_id"] for n in result.nodes] == nodes["node_id"].tolist()
+    assert {type(r).__name__ for r in got} >= {"GraphRecords", "ContractError", "HashingError"}
+    assert got[0].vertices != got[-1].vertices and got[-1].vertices[0]["graph_id"] == specs[0]["graph_id"]
+
+
+def test_proofs_run_in_lockstep_batches_prove_what_each_proves_alone(all_cases):
+    """Every real failing case's fixes proven together (run_batched: one compute_many per round
+    for all of them) give each case the proof it gets alone, rounds included; a check whose own
+    steps raise gets its exception back and the others their proofs."""
+    from udfs.restore import check_rows as cr
+
+    cases, metadata = all_cases
+    args = []
+    for c in cases:
+        if c["flink_version"] not in ("1.20", "2.3"):
+            continue
+        saved = rc.saved_from_metadata(metadata[c["savepoint_metadata"]])
+        new_vertices = rc.compute_vertices(c["v2"])
+        prof = rc.restore_profile(c["flink_version"])
+        if rr.decide(saved, new_vertices, False, prof, rc.PLACEHOLDER).verdict != rr.FAILS:
+            continue
+        old = rc.view_of(c["v1"])
+        fixes = cr.plan_fixes(saved, new_vertices, old, rc.view_of(c["v2"]), [])
+        if fixes:
+            spec = {"chaining_enabled": True, **c["v2"]}
+            args.append((spec, fixes, saved, False, prof, rc.PLACEHOLDER, old, []))
+    assert len(args) >= 30
+    alone = [cr.prove_fixes(*a) for a in args]
+    broken = (args[0][0] | {"edges": None}, *args[0][1:])  # its own steps raise (no edges to read)
+    together = cr.run_batched([cr.proof_steps(*a) for a in [*args[:5], broken, *args[5:]]])
+    assert isinstance(together.pop(5), TypeError)
+    assert together == alone
+    # two of them need a second round: their batch then holds only the graphs still unproven
+    assert {p.verdict for p in alone} == {rr.RESTORES} and sorted({p.rounds for p in alone}) == [1, 2]

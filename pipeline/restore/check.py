@@ -22,11 +22,13 @@ manifest line give verdict ERROR with the reason in ``failure`` and ``message``.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,13 +56,16 @@ from pipeline.tables.columns import (
     struct,
 )
 from pipeline.tables.stream_tables import StreamTables
-from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows
+from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows_many
 from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 # Checks are grouped by their manifest line: two lines may (wrongly) share a check_id, and each
 # still gets its own row.
 _OUT_SCHEMA = struct(["line", "table", "row"])
 _IN_COLS = ["line", "kind", "payload"]
+# Checks decided by one call of the grouped UDF: their proofs' patched graphs are computed as one
+# batch per round (udfs.restore.check_rows.run_batched), and enough groups stay to share the cores.
+CHECKS_PER_GROUP = 50
 _CHECK_COLS = ["check_id", "savepoint", "graph_id", "savepoint_graph_id", "allow_non_restored_state",
                "flink_version", "chaining_enabled", "old_chaining_enabled", "old_flink_version", "target_flink",
                "error"]  # fmt: skip
@@ -165,7 +170,8 @@ def run_checks(
     checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors).localCheckpoint(
         eager=True
     )
-    decided = _decide(spark, checks, savepoints, stream, run.tables, prove_fixes).localCheckpoint(eager=True)
+    decided = _decide(spark, checks, savepoints, stream, run.tables, prove_fixes, len(lines))
+    decided = decided.localCheckpoint(eager=True)
     results = _table(decided, "restore_checks", RESTORE_CHECKS_COLUMNS)
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
@@ -333,9 +339,11 @@ def _decide(
     stream: StreamTables,
     computed: dict[str, DataFrame],
     prove: bool,
+    check_count: int,
 ) -> DataFrame:
-    """(line, table, row JSON) for every check: one grouped pandas UDF over all checks.
-    ``computed``: the run's own job_vertices and operators (:class:`ComputeRun`)."""
+    """(line, table, row JSON) for every check: one grouped pandas UDF over groups of about
+    CHECKS_PER_GROUP checks. ``computed``: the run's own job_vertices and operators
+    (:class:`ComputeRun`)."""
     sp_ops = savepoints.operators
     by_graph = (
         _payload(computed["job_vertices"], "vx", "graph_id", VERTEX_FIELDS)
@@ -374,19 +382,32 @@ def _decide(
         .unionByName(st_rows.select(*_IN_COLS))
     )
 
-    def per_check(pdf: pd.DataFrame) -> pd.DataFrame:
-        line = pdf["line"].iloc[0]
-        try:
-            out = check_rows(pdf["kind"], pdf["payload"], prove)
-        except Exception as e:  # one check never aborts the run
-            check = json.loads(pdf.loc[pdf["kind"] == "check", "payload"].iloc[0])
-            reason = f"internal error: {type(e).__name__}: {e}"
-            row = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id", "savepoint_graph_id")}
-            row.update(verdict="ERROR", failure=reason, message=reason, dropped_operator_ids=[])
-            out = [("restore_checks", json.dumps(row))]
-        return pd.DataFrame({"line": line, "table": [t for t, _ in out], "row": [r for _, r in out]})
+    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values("line", kind="stable")
+        lines, kinds, payloads = (pdf[c].to_numpy() for c in ("line", "kind", "payload"))
+        starts = [0, *(np.flatnonzero(lines[1:] != lines[:-1]) + 1).tolist(), len(lines)]
+        spans = list(itertools.pairwise(starts))
+        decided = check_rows_many([(kinds[a:b], payloads[a:b]) for a, b in spans], prove)
+        out_line, out_table, out_row = [], [], []
+        for (a, b), out in zip(spans, decided, strict=True):
+            if isinstance(out, Exception):  # one check never aborts the run
+                out = [_internal_error_row(kinds[a:b], payloads[a:b], out)]
+            out_line += [lines[a]] * len(out)
+            out_table += [t for t, _ in out]
+            out_row += [r for _, r in out]
+        return pd.DataFrame({"line": out_line, "table": out_table, "row": out_row})
 
-    return rows.groupBy("line").applyInPandas(per_check, _OUT_SCHEMA)
+    groups = max(1, -(-check_count // CHECKS_PER_GROUP))
+    grouped = rows.withColumn("_group", F.pmod(F.hash("line"), F.lit(groups)))
+    return grouped.groupBy("_group").applyInPandas(per_group, _OUT_SCHEMA)
+
+
+def _internal_error_row(kinds: np.ndarray, payloads: np.ndarray, e: Exception) -> tuple[str, str]:
+    check = json.loads(next(p for k, p in zip(kinds, payloads, strict=True) if k == "check"))
+    reason = f"internal error: {type(e).__name__}: {e}"
+    row = {k: check.get(k) for k in ("check_id", "savepoint", "graph_id", "savepoint_graph_id")}
+    row.update(verdict="ERROR", failure=reason, message=reason, dropped_operator_ids=[])
+    return ("restore_checks", json.dumps(row))
 
 
 def _table(decided: DataFrame, name: str, columns: list[str]) -> DataFrame:

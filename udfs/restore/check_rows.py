@@ -6,20 +6,23 @@ operators, its stream rows (graph, nodes, edges: the graph as the contract check
 and the same for the job version that took the savepoint when the manifest names it. This
 module decides (:mod:`udfs.restore.rules`), explains and proposes fixes
 (:mod:`udfs.restore.fixes`), proves the fixes by computing the patched graph with the
-pipeline's own per-graph code (:func:`udfs.compute.one_graph.compute_one`) and deciding again,
-and returns (table, JSON row) pairs. No Spark here.
+pipeline's own per-graph code and deciding again, and returns (table, JSON row) pairs. No Spark
+here.
+
+A check is a generator that yields each patched graph it needs computed and receives its
+records (:func:`udfs.compute.one_graph.compute_many`): :func:`check_rows_many` runs a
+partition's checks in lockstep and computes each round's patched graphs as one batch. One at a
+time, the proofs were half of a 1,000-check run's decide (20 ms a graph, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-import pandas as pd
-
-from udfs.compute.one_graph import compute_one
+from udfs.compute.one_graph import GraphRecords, compute_many
 from udfs.errors import CodedError
 from udfs.restore import fixes as rf
 from udfs.restore import rules as rr
@@ -86,9 +89,72 @@ def _patched(spec: dict[str, Any], patches: list[tuple[int, str, object]]) -> di
     return {**spec, "nodes": list(nodes.values())}
 
 
-def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True) -> list[tuple[str, str]]:
+# What a check receives for a patched graph it yielded: the graph's records, or why there are none.
+Computed = GraphRecords | Exception
+Rows = list[tuple[str, str]]
+T = TypeVar("T")
+
+
+def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True) -> Rows:
     """(table, JSON row) results of one check, decided by the rules of the new graph's Flink
     line; ``prove``: recompute the graph with the proposed fixes and decide again."""
+    return _raised(check_rows_many([(kinds, payloads)], prove)[0])
+
+
+def check_rows_many(checks: list[tuple[Iterable[str], Iterable[str]]], prove: bool = True) -> list[Rows | Exception]:
+    """:func:`check_rows` of each (kinds, payloads) check, or the exception its own steps
+    raised (one check never fails another); the patched graphs of every proof round in one
+    batch."""
+    return run_batched([_check_steps(k, p, prove) for k, p in checks])
+
+
+def run_batched(steps: list[Generator[dict[str, Any], Computed, T]]) -> list[T | Exception]:
+    """Runs generators that yield spec graphs to compute, in lockstep: each round's graphs go to
+    one :func:`compute_many`, each generator gets its graph's records back, until every one has
+    returned (its value) or raised (its exception). A batch that raises as a whole (a bug
+    outside one graph's steps) is computed again graph by graph, so the bug stays with its
+    check."""
+    results: list[T | Exception | None] = [None] * len(steps)
+    waiting: dict[int, dict[str, Any]] = {}
+
+    def advance(i: int, value: Computed | None) -> None:
+        try:
+            waiting[i] = steps[i].send(value)
+        except StopIteration as stop:
+            results[i] = stop.value
+        except Exception as e:  # noqa: BLE001 - the check's own failure, reported as its row
+            results[i] = e
+
+    for i in range(len(steps)):
+        advance(i, None)
+    while waiting:
+        batch = list(waiting.items())
+        waiting.clear()
+        try:
+            computed = compute_many([spec for _, spec in batch])
+        except Exception:  # noqa: BLE001
+            computed = [_alone(spec) for _, spec in batch]
+        for (i, _), got in zip(batch, computed, strict=True):
+            advance(i, got)
+    return results  # type: ignore[return-value]
+
+
+def _alone(spec: dict[str, Any]) -> Computed:
+    try:
+        return compute_many([spec])[0]
+    except Exception as e:  # noqa: BLE001
+        return e
+
+
+def _raised(value: T | Exception) -> T:
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def _check_steps(
+    kinds: Iterable[str], payloads: Iterable[str], prove: bool
+) -> Generator[dict[str, Any], Computed, Rows]:
     items: dict[str, list[dict]] = {}
     for k, p in zip(kinds, payloads, strict=True):
         items.setdefault(k, []).append(json.loads(p))
@@ -146,7 +212,7 @@ def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True
     if prove and fixes and items.get("graph"):
         spec = spec_of(items["graph"][0], items.get("node", []), items.get("edge", []))
         pointer = external_pointer(check, items["sp"])
-        proof = prove_fixes(spec, fixes, saved, allow, prof, pointer, old, items.get("sp", []))
+        proof = yield from proof_steps(spec, fixes, saved, allow, prof, pointer, old, items.get("sp", []))
     # With allowNonRestoredState the job starts, and the state of the operators it cannot map is
     # dropped: the fixes then say how to keep that state, and say so.
     dropped = d.verdict == rr.RESTORES and allow
@@ -253,26 +319,41 @@ def prove_fixes(
     old: rf.GraphView | None,
     sp_rows: list[dict],
 ) -> Proof:
-    """Apply every fix to the new graph, compute it again as the pipeline does, decide again;
-    a fix can uncover the next problem, whose fixes join the next round (up to PROOF_ROUNDS).
-    A fix that drops state (``--allowNonRestoredState``) is proven with that flag set."""
+    """:func:`proof_steps` of one check, its graphs computed one at a time."""
+    return _raised(run_batched([proof_steps(spec, fixes, saved, allow, prof, savepoint, old, sp_rows)])[0])
+
+
+def proof_steps(
+    spec: dict[str, Any],
+    fixes: list[rf.Fix],
+    saved: list[rr.SavedOperator],
+    allow: bool,
+    prof: rr.RestoreProfile,
+    savepoint: str,
+    old: rf.GraphView | None,
+    sp_rows: list[dict],
+) -> Generator[dict[str, Any], Computed, Proof]:
+    """Apply every fix to the new graph, compute it again as the pipeline does (yielded, its
+    records sent back), decide again; a fix can uncover the next problem, whose fixes join the
+    next round (up to PROOF_ROUNDS). A fix that drops state (``--allowNonRestoredState``) is
+    proven with that flag set."""
     proven: list[tuple[rf.Fix, int]] = [(f, 1) for f in fixes]
     verdict, failure, rnd = rr.ERROR, None, 0
+    edges = [(e["source"], e["target"]) for e in spec["edges"]]
     for rnd in range(1, PROOF_ROUNDS + 1):
         patches = [p for f, _ in proven for p in f.patches]
         with_allow = allow or any(f.fix_code == rf.ALLOW_NON_RESTORED for f, _ in proven)
-        try:
-            nodes, operators, vertex_rows, _ = compute_one(_patched(spec, patches))
-        except CodedError as e:  # the patched graph is one Flink would not build
-            verdict, failure = rr.ERROR, f"patched graph rejected: {e.code}: {e}"
+        got = yield _patched(spec, patches)
+        if isinstance(got, CodedError):  # the patched graph is one Flink would not build
+            verdict, failure = rr.ERROR, f"patched graph rejected: {got.code}: {got}"
             break
-        new_vertices = vertices(vertex_rows.to_dict("records"))
+        graph = _raised(got)
+        new_vertices = vertices(graph.vertices)
         d = rr.decide(saved, new_vertices, with_allow, prof, savepoint)
         verdict, failure = d.verdict, d.failure
         if verdict == rr.RESTORES or rnd == PROOF_ROUNDS:
             break
-        edges = pd.DataFrame(spec["edges"], columns=["source", "target"])
-        view = rf.graph_view(nodes, edges, operators, spec["chaining_enabled"])
+        view = rf.graph_view_of_records(graph.nodes, edges, graph.operators, spec["chaining_enabled"])
         have = {_fix_key(f) for f, _ in proven}
         more = [f for f in plan_fixes(saved, new_vertices, old, view, sp_rows) if _fix_key(f) not in have]
         if not more:
