@@ -70,7 +70,7 @@ def _changed_fleet(src: Path, dest: Path, share: float, seed: int) -> tuple[int,
         opener = gzip.open if f.name.endswith(".gz") else open
         with opener(f, "rt") as fh:
             lines = fh.read().splitlines()
-        out = []
+        out, changed = [], False
         for line in lines:
             if not line.strip():
                 continue
@@ -79,8 +79,13 @@ def _changed_fleet(src: Path, dest: Path, share: float, seed: int) -> tuple[int,
                 kind = CHANGES[sum(kinds.values()) % len(CHANGES)]
                 kinds[kind] += 1
                 line = json.dumps(_change(json.loads(line), kind, rng))
+                changed = True
             out.append(line)
-        with gzip.open(dest / f.name, "wt") if f.name.endswith(".gz") else open(dest / f.name, "w") as fh:
+        if not changed:  # the same lines: the file itself (gzip at level 9 took minutes at 100k)
+            shutil.copyfile(f, dest / f.name)
+            continue
+        gz = f.name.endswith(".gz")
+        with gzip.open(dest / f.name, "wt", compresslevel=6) if gz else open(dest / f.name, "w") as fh:
             fh.write("\n".join(out) + "\n")
     return total, kinds
 
