@@ -211,7 +211,9 @@ def write_run(
 def _unchanged(spark: SparkSession, output: str, table: str, *_args: object) -> TableCommit:
     """A run about no keys (an incremental run that found every graph unchanged) leaves an
     existing table as it is: its latest version holds the run's (no) rows."""
-    return TableCommit(int(DeltaTable.forPath(spark, table_path(output, table)).history(1).first()["version"]), 0, 1)
+    newest = latest_commit(spark, table_path(output, table))
+    assert newest is not None, table  # the caller found the table
+    return TableCommit(newest[0], 0, 1)
 
 
 def replace_graphs(
@@ -295,7 +297,9 @@ def _replace_once(
         return 0, graph_count if graph_count is not None else rows.select(key).distinct().count()
 
     table = DeltaTable.forPath(spark, path)
-    read_version = int(table.history(1).first()["version"])
+    newest = latest_commit(spark, path)  # from the log's listing: history(1) would run a Spark job
+    assert newest is not None, path
+    read_version = newest[0]
     current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
     columns = current.columns
     rows = rows.select(*columns)
@@ -303,11 +307,12 @@ def _replace_once(
         changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
     else:  # every key of the run is replaced: the rows of those that now have none deleted
         changed = run_ids.select(F.col(run_ids.columns[0]).alias(key)).distinct().localCheckpoint(eager=True)
-    n_changed = changed.count()
-    if n_changed == 0:
+    # one Spark job for a few keys (the nightly case), not a count and then a collect
+    head = changed.limit(replace_where_max_keys + 1).collect()
+    if not head:
         return read_version, 0  # this version already holds the run's rows for its keys
-    if n_changed <= replace_where_max_keys:
-        keys = sorted(r[0] for r in changed.collect())
+    if len(head) <= replace_where_max_keys:
+        keys = sorted(r[0] for r in head)
         (
             rows.join(changed, key, "left_semi")
             .select(*columns)
@@ -317,7 +322,8 @@ def _replace_once(
             .option("replaceWhere", f"`{key}` IN ({', '.join(sql_string(k) for k in keys)})")
             .save(path)
         )
-        return _own_version(spark, path, tag), n_changed
+        return _own_version(spark, path, tag), len(keys)
+    n_changed = changed.count()
     types = dict(current.dtypes)
     markers = changed.select(
         *[F.col(c) if c == key else F.lit(None).cast(types[c]).alias(c) for c in columns],
@@ -390,13 +396,14 @@ def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame, key
 
 
 def _own_version(spark: SparkSession, path: str, tag: str | None) -> int:
-    """The version of this run's commit (other runs may have committed after it)."""
-    history = DeltaTable.forPath(spark, path).history(500).select("version", "userMetadata")
+    """The version of this run's commit (other runs may have committed after it), from the
+    commit files (:func:`table_commits`), not a Spark job over ``history()``."""
+    commits = table_commits(spark, path)
     if tag is not None:
-        mine = history.where(F.col("userMetadata") == tag).agg(F.max("version")).first()[0]
-        if mine is not None:
-            return int(mine)
-    return int(history.agg(F.max("version")).first()[0])
+        mine = [v for v, run in commits if run is not None and RUN_TAG_PREFIX + run == tag]
+        if mine:
+            return max(mine)
+    return max(v for v, _ in commits)
 
 
 def graphs_digest(graph_ids: Sequence[str]) -> str:
