@@ -100,7 +100,7 @@ class TableSettings:
     # an overwrite with ``replaceWhere key IN (...)``, more is a MERGE: both one commit, the
     # same rows after. The overwrite costs about half the MERGE for a nightly run's few keys,
     # but its IN list is evaluated literally (10,000 keys on a 1M-row table took 263 s).
-    replace_where_max_keys: int = 200
+    replace_where_max_keys: int = 1200
 
 
 @dataclass(frozen=True)
