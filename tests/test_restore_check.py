@@ -226,7 +226,7 @@ def test_a_changed_environment_max_parallelism_gets_one_environment_fix_that_is_
     fixes = cr.plan_fixes(saved, new_vertices, old_view, view, [])
     assert [f.fix_code for f in fixes] == ["env.setMaxParallelism(64)"]
     assert len(fixes[0].patches) == 3 and (fixes[0].old_name, fixes[0].old_uid) == ("Source: S", "u1")
-    proof = cr.prove_fixes(new_spec, fixes, saved, False, prof, "sp", old_view, [])
+    proof = cr.run_alone(cr.proof_steps(new_spec, fixes, saved, False, prof, "sp", old_view, []))
     assert proof.verdict == rr.RESTORES
 
 
@@ -332,7 +332,7 @@ def test_proofs_run_in_lockstep_batches_prove_what_each_proves_alone(all_cases):
             spec = {"chaining_enabled": True, **c["v2"]}
             args.append((spec, fixes, saved, False, prof, rc.PLACEHOLDER, old, []))
     assert len(args) >= 30
-    alone = [cr.prove_fixes(*a) for a in args]
+    alone = [cr.run_alone(cr.proof_steps(*a)) for a in args]
     broken = (args[0][0] | {"edges": None}, *args[0][1:])  # its own steps raise (no edges to read)
     together = cr.run_batched([cr.proof_steps(*a) for a in [*args[:5], broken, *args[5:]]])
     assert isinstance(together.pop(5), TypeError)

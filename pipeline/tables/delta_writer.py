@@ -211,9 +211,7 @@ def write_run(
 def _unchanged(spark: SparkSession, output: str, table: str, *_args: object) -> TableCommit:
     """A run about no keys (an incremental run that found every graph unchanged) leaves an
     existing table as it is: its latest version holds the run's (no) rows."""
-    newest = latest_commit(spark, table_path(output, table))
-    assert newest is not None, table  # the caller found the table
-    return TableCommit(newest[0], 0, 1)
+    return TableCommit(_latest_version(spark, table_path(output, table)), 0, 1)
 
 
 def replace_graphs(
@@ -297,9 +295,7 @@ def _replace_once(
         return 0, graph_count if graph_count is not None else rows.select(key).distinct().count()
 
     table = DeltaTable.forPath(spark, path)
-    newest = latest_commit(spark, path)  # from the log's listing: history(1) would run a Spark job
-    assert newest is not None, path
-    read_version = newest[0]
+    read_version = _latest_version(spark, path)
     current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
     columns = current.columns
     rows = rows.select(*columns)
@@ -393,6 +389,14 @@ def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame, key
     )
     joined = new.join(old, F.col(f"a.{key}") == F.col(f"b.{key}"), "full_outer")
     return joined.where(~same).select(F.coalesce(F.col(f"a.{key}"), F.col(f"b.{key}")).alias(key))
+
+
+def _latest_version(spark: SparkSession, path: str) -> int:
+    """An existing table's newest version, from its log's listing (:func:`latest_commit`):
+    ``history(1)`` would run a Spark job."""
+    newest = latest_commit(spark, path)
+    assert newest is not None, path  # the caller found the table
+    return newest[0]
 
 
 def _own_version(spark: SparkSession, path: str, tag: str | None) -> int:

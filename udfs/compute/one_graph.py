@@ -39,10 +39,10 @@ def compute_one(obj: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
         error = concat_columns(rows["error"]).iloc[0]
         raise HashingError(error["error_code"], error["message"])
     operators, vertices, job_edges = (concat_columns(rows[k]) for k in ("operator", "vertex", "job_edge"))
-    vertices["operator_ids"] = vertices.pop("operator_ids_text").str.split(",")
-    vertices["user_operator_ids"] = [
-        [i or None for i in text.split(",")] for text in vertices.pop("user_operator_ids_text")
-    ]
+    texts = zip(vertices.pop("operator_ids_text"), vertices.pop("user_operator_ids_text"), strict=True)
+    ids = [_id_lists(o, u) for o, u in texts]
+    vertices["operator_ids"] = [o for o, _ in ids]
+    vertices["user_operator_ids"] = [u for _, u in ids]
     nodes = nodes.merge(operators[["node_id", "operator_id"]], on="node_id")
     return nodes, operators, vertices, job_edges
 
@@ -103,7 +103,14 @@ def compute_many(objs: list[dict[str, Any]]) -> list[GraphRecords | Exception]:
                 if kind == "operator":
                     g.operators.append(r)
                 else:
-                    r["operator_ids"] = r.pop("operator_ids_text").split(",")
-                    r["user_operator_ids"] = [u or None for u in r.pop("user_operator_ids_text").split(",")]
+                    r["operator_ids"], r["user_operator_ids"] = _id_lists(
+                        r.pop("operator_ids_text"), r.pop("user_operator_ids_text")
+                    )
                     g.vertices.append(r)
-    return [r if r is not None else InternalError("no result") for r in out]
+    return out  # type: ignore[return-value]  # every graph got its records or its error above
+
+
+def _id_lists(operator_ids_text: str, user_operator_ids_text: str) -> tuple[list[str], list[str | None]]:
+    """A job vertex's operator IDs and user-defined IDs as lists, from the comma-joined texts
+    its rows carry (an empty user-defined ID is none)."""
+    return operator_ids_text.split(","), [u or None for u in user_operator_ids_text.split(",")]

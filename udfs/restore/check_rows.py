@@ -98,7 +98,7 @@ T = TypeVar("T")
 def check_rows(kinds: Iterable[str], payloads: Iterable[str], prove: bool = True) -> Rows:
     """(table, JSON row) results of one check, decided by the rules of the new graph's Flink
     line; ``prove``: recompute the graph with the proposed fixes and decide again."""
-    return _raised(check_rows_many([(kinds, payloads)], prove)[0])
+    return run_alone(_check_steps(kinds, payloads, prove))
 
 
 def check_rows_many(checks: list[tuple[Iterable[str], Iterable[str]]], prove: bool = True) -> list[Rows | Exception]:
@@ -144,6 +144,12 @@ def _alone(spec: dict[str, Any]) -> Computed:
         return compute_many([spec])[0]
     except Exception as e:  # noqa: BLE001
         return e
+
+
+def run_alone(steps: Generator[dict[str, Any], Computed, T]) -> T:
+    """One generator of :func:`run_batched` (one check, or one check's proof), its graphs
+    computed one at a time; its exception raised."""
+    return _raised(run_batched([steps])[0])
 
 
 def _raised(value: T | Exception) -> T:
@@ -309,20 +315,6 @@ class Proof:
     rounds: int
 
 
-def prove_fixes(
-    spec: dict[str, Any],
-    fixes: list[rf.Fix],
-    saved: list[rr.SavedOperator],
-    allow: bool,
-    prof: rr.RestoreProfile,
-    savepoint: str,
-    old: rf.GraphView | None,
-    sp_rows: list[dict],
-) -> Proof:
-    """:func:`proof_steps` of one check, its graphs computed one at a time."""
-    return _raised(run_batched([proof_steps(spec, fixes, saved, allow, prof, savepoint, old, sp_rows)])[0])
-
-
 def proof_steps(
     spec: dict[str, Any],
     fixes: list[rf.Fix],
@@ -336,7 +328,7 @@ def proof_steps(
     """Apply every fix to the new graph, compute it again as the pipeline does (yielded, its
     records sent back), decide again; a fix can uncover the next problem, whose fixes join the
     next round (up to PROOF_ROUNDS). A fix that drops state (``--allowNonRestoredState``) is
-    proven with that flag set."""
+    proven with that flag set. One check's proof alone: ``run_alone(proof_steps(...))``."""
     proven: list[tuple[rf.Fix, int]] = [(f, 1) for f in fixes]
     verdict, failure, rnd = rr.ERROR, None, 0
     edges = [(e["source"], e["target"]) for e in spec["edges"]]
