@@ -124,3 +124,24 @@ def test_a_run_that_dies_between_tables_is_not_published(spark, tmp_path):
     view = {t: ft.rows(df) for t, df in delta_sink.read_published(spark, out).items()}
     assert view["a"] == latest_a and view["b"] == ft.rows(spark.read.format("delta").load(f"{out}/b"))
     assert view != old
+
+
+@pytest.mark.parametrize("max_keys", [0, 200])
+def test_a_replace_of_keys_without_rows_before_or_after_rewrites_none(spark, tmp_path, max_keys):
+    """A run's keys that have no rows in a table and get none (a check with no state problem,
+    before and after) are not counted as rewritten there, by MERGE or by replaceWhere: the
+    ``runs`` row and the run summary say 0, at the version that holds the run's (no) rows."""
+    out = str(tmp_path / "out")
+    first = spark.createDataFrame([("a", 1), ("b", 2)], "check_id string, v int")
+    delta_sink.write_run(spark, out, [delta_sink.TableWrite("t", first, key="check_id")],
+                         first.select("check_id"))  # fmt: skip
+    empty = spark.createDataFrame([], "check_id string, v int")
+    ids = spark.createDataFrame([("c",), ("d",)], "check_id string")
+    write = delta_sink.TableWrite("t", empty, key="check_id", compare=False)  # every key replaced, unless none
+    commit = delta_sink.write_run(spark, out, [write], ids, replace_where_max_keys=max_keys)
+    versions = [h["version"] for h in DeltaTable.forPath(spark, f"{out}/t").history().collect()]
+    assert commit.tables["t"].version == max(versions)
+    assert commit.tables["t"].rewritten_graphs == 0
+    runs = spark.read.format("delta").load(f"{out}/{delta_sink.RUNS_TABLE}").orderBy("finished_at").collect()
+    assert runs[-1]["rewritten_graphs"]["t"] == 0
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(f"{out}/t").collect()) == [("a", 1), ("b", 2)]

@@ -318,7 +318,7 @@ def _replace_once(
             .option("replaceWhere", f"`{key}` IN ({', '.join(sql_string(k) for k in keys)})")
             .save(path)
         )
-        return _own_version(spark, path, tag), len(keys)
+        return _committed(spark, path, tag, len(keys))
     n_changed = changed.count()
     types = dict(current.dtypes)
     markers = changed.select(
@@ -333,7 +333,7 @@ def _replace_once(
         .whenNotMatchedInsert(condition=f"s.{_OP} = 'I'", values={c: f"s.`{c}`" for c in columns})
         .execute()
     )
-    return _own_version(spark, path, tag), n_changed
+    return _committed(spark, path, tag, n_changed)
 
 
 def sql_string(value: str) -> str:
@@ -399,15 +399,17 @@ def _latest_version(spark: SparkSession, path: str) -> int:
     return newest[0]
 
 
-def _own_version(spark: SparkSession, path: str, tag: str | None) -> int:
-    """The version of this run's commit (other runs may have committed after it), from the
-    commit files (:func:`table_commits`), not a Spark job over ``history()``."""
+def _committed(spark: SparkSession, path: str, tag: str | None, keys: int) -> tuple[int, int]:
+    """(the version of this run's commit, the keys it rewrote), from the commit files
+    (:func:`table_commits`), not a Spark job over ``history()``; other runs may have committed
+    after it. Delta commits nothing for a replace whose keys had no rows and get none (a
+    check without state problems before and after): the table's latest version then holds the
+    run's rows, and no key was rewritten. Untagged (a single table's replace): its latest version."""
     commits = table_commits(spark, path)
-    if tag is not None:
-        mine = [v for v, run in commits if run is not None and RUN_TAG_PREFIX + run == tag]
-        if mine:
-            return max(mine)
-    return max(v for v, _ in commits)
+    if tag is None:
+        return max(v for v, _ in commits), keys
+    mine = [v for v, run in commits if run is not None and RUN_TAG_PREFIX + run == tag]
+    return (max(mine), keys) if mine else (max(v for v, _ in commits), 0)
 
 
 def graphs_digest(graph_ids: Sequence[str]) -> str:
