@@ -19,8 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run_bench import _resolve_fleet  # noqa: E402
 
 from pipeline.compute import run  # noqa: E402
 from pipeline.compute import stage as fused  # noqa: E402
@@ -36,11 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edges-per-partition", type=int, default=None,
                     help=f"the chain step's input rows per partition (default {run.EDGES_PER_PARTITION})")  # fmt: skip
     args = ap.parse_args(argv)
-    path = ROOT / "bench" / "data" / args.fleet
-    if not path.exists():
-        path = Path(args.fleet)
-    if not path.exists():
-        ap.error(f"no fleet {args.fleet} under bench/data and no such path")
+    _name, path, _manifest, _flink = _resolve_fleet(args.fleet)
     if args.edges_per_partition:
         run.EDGES_PER_PARTITION = args.edges_per_partition
     settings = load_settings()

@@ -406,10 +406,11 @@ def _committed(spark: SparkSession, path: str, tag: str | None, keys: int) -> tu
     check without state problems before and after): the table's latest version then holds the
     run's rows, and no key was rewritten. Untagged (a single table's replace): its latest version."""
     commits = table_commits(spark, path)
+    latest = max(v for v, _ in commits)
     if tag is None:
-        return max(v for v, _ in commits), keys
+        return latest, keys
     mine = [v for v, run in commits if run is not None and RUN_TAG_PREFIX + run == tag]
-    return (max(mine), keys) if mine else (max(v for v, _ in commits), 0)
+    return (max(mine), keys) if mine else (latest, 0)
 
 
 def graphs_digest(graph_ids: Sequence[str]) -> str:
