@@ -371,8 +371,9 @@ public final class UserJobExport {
                             + ".main() returned without submitting a job (no execute(), executeAsync(),"
                             + " executeSql(INSERT ...), Table.execute*() or StatementSet.execute()): nothing to export");
         }
-        StreamGraphSpecExporter.Context ctx =
-                new StreamGraphSpecExporter.Context(conf, userClasses(a, loader, graphs), SerializerModules.probe(loader));
+        DeclaredStates declared = declaredStates(loader, graphs);
+        StreamGraphSpecExporter.Context ctx = new StreamGraphSpecExporter.Context(
+                conf, userClasses(a, loader, graphs, declared), SerializerModules.probe(loader), declared);
         try (Writer w = Main.open(a.out)) {
             for (int i = 0; i < graphs.size(); i++) {
                 StreamGraph sg = graphs.get(i);
@@ -399,7 +400,38 @@ public final class UserJobExport {
      * packages and the classes the graphs name ({@link UserClassFacts.Scope}); null when there is no
      * --jar or the limit is 0. Its scope and cost are reported on stderr.
      */
-    static UserClassFacts.Result userClasses(Args a, ClassLoader loader, List<StreamGraph> graphs) {
+    /**
+     * The node field declared_states of every captured graph (DeclaredStates: descriptor objects,
+     * the functions' bytecode, V2 declarations), computed before user_classes so that the classes
+     * the declared states use are described too; null when the line cannot read declarations.
+     * Count and cost on stderr.
+     */
+    static DeclaredStates declaredStates(ClassLoader loader, List<StreamGraph> graphs) {
+        if (!DeclaredStates.supported()) {
+            System.err.println("declared states: not read on Flink " + StreamGraphSpecExporter.flinkLine()
+                    + " (no shaded ASM 9 on its class path)");
+            return null;
+        }
+        long t0 = System.nanoTime();
+        DeclaredStates d = new DeclaredStates(loader);
+        int states = 0;
+        int unresolved = 0;
+        for (StreamGraph sg : graphs) {
+            for (List<Map<String, Object>> l : d.of(sg).values()) {
+                for (Map<String, Object> e : l) {
+                    states++;
+                    if (e.get("unresolved") != null) {
+                        unresolved++;
+                    }
+                }
+            }
+        }
+        System.err.printf("declared states: %d (%d unresolved) in %d ms%n", states, unresolved,
+                (System.nanoTime() - t0) / 1_000_000);
+        return d;
+    }
+
+    static UserClassFacts.Result userClasses(Args a, ClassLoader loader, List<StreamGraph> graphs, DeclaredStates declared) {
         if (a.jobJars.isEmpty() || a.userClassesLimit == 0) {
             return null;
         }
@@ -409,6 +441,11 @@ public final class UserJobExport {
             jars.add(new File(j));
         }
         UserClassFacts.Scope scope = UserClassFacts.Scope.of(a.mainClass, a.userClassesPackages, graphs);
+        if (declared != null) {
+            for (StreamGraph sg : graphs) {
+                scope.name(declared.typeObjects(sg));
+            }
+        }
         UserClassFacts.Result r = UserClassFacts.scan(jars, loader, a.userClassesLimit, scope);
         System.err.printf(
                 "user classes: %d described, %d skipped, %d examined in %d ms (packages %s, %d classes named by the"

@@ -50,6 +50,8 @@ public final class StreamGraphSpecExporter {
         public final org.apache.flink.configuration.Configuration configuration;
         public final UserClassFacts.Result userClasses;
         public final Map<String, Object> serializerModules;
+        /** The node field {@code declared_states} ({@link DeclaredStates}); null: not written. */
+        public final DeclaredStates declaredStates;
 
         public Context(org.apache.flink.configuration.Configuration configuration, UserClassFacts.Result userClasses) {
             this(configuration, userClasses, null);
@@ -59,9 +61,18 @@ public final class StreamGraphSpecExporter {
                 org.apache.flink.configuration.Configuration configuration,
                 UserClassFacts.Result userClasses,
                 Map<String, Object> serializerModules) {
+            this(configuration, userClasses, serializerModules, null);
+        }
+
+        public Context(
+                org.apache.flink.configuration.Configuration configuration,
+                UserClassFacts.Result userClasses,
+                Map<String, Object> serializerModules,
+                DeclaredStates declaredStates) {
             this.configuration = configuration;
             this.userClasses = userClasses;
             this.serializerModules = serializerModules;
+            this.declaredStates = declaredStates;
         }
     }
 
@@ -73,7 +84,8 @@ public final class StreamGraphSpecExporter {
     /**
      * The spec as an ordered map, with the graph fields {@code state_backend} (always), {@code
      * serializer_modules} (when {@code ctx} probed them) and {@code user_classes} / {@code
-     * user_classes_skipped} (when {@code ctx} has scanned classes).
+     * user_classes_skipped} (when {@code ctx} has scanned classes), and per node {@code
+     * declared_states} (when {@code ctx} has a {@link DeclaredStates} and the line supports it).
      */
     public static Map<String, Object> export(StreamGraph sg, String graphId, Context ctx) {
         Map<String, Object> g = new LinkedHashMap<>();
@@ -114,9 +126,15 @@ public final class StreamGraphSpecExporter {
         List<StreamNode> nodes = new ArrayList<>(sg.getStreamNodes());
         nodes.sort(Comparator.comparingInt(StreamNode::getId));
         Collection<Integer> sourceIds = sg.getSourceIDs();
+        Map<Integer, List<Map<String, Object>>> declared =
+                ctx != null && ctx.declaredStates != null && DeclaredStates.supported() ? ctx.declaredStates.of(sg) : null;
         List<Object> outNodes = new ArrayList<>();
         for (StreamNode n : nodes) {
             Map<String, Object> m = node(n, sourceIds);
+            if (declared != null) {
+                List<Map<String, Object>> d = declared.get(n.getId());
+                m.put("declared_states", d == null ? new ArrayList<>() : d);
+            }
             if (dynamic) {
                 m.put("parallelism_configured", Refl.call(n, "isParallelismConfigured", false));
             }
@@ -166,7 +184,16 @@ public final class StreamGraphSpecExporter {
      * left out) for nodes without a key serializer, or when the serializer cannot snapshot itself.
      */
     static String keySerializerSnapshot(StreamNode n) {
-        Object serializer = Refl.call(n, "getStateKeySerializer", null);
+        return serializerSnapshot(Refl.call(n, "getStateKeySerializer", null));
+    }
+
+    /**
+     * Base64 of {@code TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot} of {@code
+     * serializer.snapshotConfiguration()} (the framing a backend writes for each serializer of a
+     * state's meta info, and for the key serializer); null when there is no serializer or it cannot
+     * snapshot itself.
+     */
+    public static String serializerSnapshot(Object serializer) {
         if (serializer == null) {
             return null;
         }

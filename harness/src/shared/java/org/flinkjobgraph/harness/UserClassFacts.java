@@ -52,7 +52,9 @@ import java.util.regex.Pattern;
  * com.acme.} for {@code com.acme.orders.OrdersJob}; more with {@code --user-classes-package}), or
  * that the StreamGraph's operators name in their types (input, output and key serializers, state
  * descriptors they hold), then the classes the described ones name in their fields' types
- * (closure), never Flink's own packages ({@code org.apache.flink.}), {@code module-info} /
+ * (closure), never a class Flink's distribution ships ({@link #flinkShips}: decided by where the
+ * class is found, not by its package: a job's {@code org.apache.flink.training} classes are the
+ * job's own), {@code module-info} /
  * {@code package-info}, multi-release copies under {@code META-INF/versions}, interfaces,
  * annotations, anonymous, local, synthetic and non-static inner classes (none of which a
  * savepoint can name as a state type). A savepoint names classes of other packages only when the
@@ -95,7 +97,7 @@ public final class UserClassFacts {
                 Enumeration<JarEntry> en = jf.entries();
                 while (en.hasMoreElements()) {
                     String n = candidate(en.nextElement());
-                    if (n != null && inJars.add(n) && scope.selects(n)) {
+                    if (n != null && inJars.add(n) && scope.selects(n) && !flinkShips(n)) {
                         todo.add(n);
                     }
                 }
@@ -122,7 +124,7 @@ public final class UserClassFacts {
                 }
                 r.classes.put(c.getName(), f);
                 for (String used : fieldClasses(f)) {
-                    if (inJars.contains(used) && queued.add(used)) {
+                    if (inJars.contains(used) && !flinkShips(used) && queued.add(used)) {
                         todo.add(used);
                     }
                 }
@@ -226,6 +228,14 @@ public final class UserClassFacts {
         public int namedCount() {
             return named.size();
         }
+
+        /**
+         * Adds the classes Flink's type objects name (serializers, type informations: the ones of
+         * the states a job declares in its functions, {@link DeclaredStates#typeObjects}).
+         */
+        public void name(Collection<?> typeObjects) {
+            named.addAll(walkTypes(new ArrayList<Object>(typeObjects)));
+        }
     }
 
     /**
@@ -258,6 +268,11 @@ public final class UserClassFacts {
                 }
             }
         }
+        return walkTypes(todo);
+    }
+
+    /** The classes reachable from Flink's type objects (serializers, type information, descriptors). */
+    static Set<String> walkTypes(List<Object> todo) {
         Set<String> out = new TreeSet<>();
         Map<Object, Boolean> seen = new IdentityHashMap<>();
         for (int budget = WALK_LIMIT; !todo.isEmpty() && budget > 0; ) {
@@ -334,7 +349,7 @@ public final class UserClassFacts {
         if (e.isDirectory() || !p.endsWith(".class") || p.startsWith("META-INF/")) {
             return null;
         }
-        if (p.startsWith("org/apache/flink/") || p.endsWith("module-info.class") || p.endsWith("package-info.class")) {
+        if (p.endsWith("module-info.class") || p.endsWith("package-info.class")) {
             return null;
         }
         String n = p.substring(0, p.length() - ".class".length()).replace('/', '.');
@@ -343,6 +358,17 @@ public final class UserClassFacts {
             return null; // anonymous (Outer$1) or local (Outer$1Local) class: known from the name alone
         }
         return n;
+    }
+
+    /**
+     * Whether Flink's distribution (the class path the harness runs Flink from) has the class: a
+     * copy of Flink's own classes bundled in a fat jar is Flink's, whatever the jar; a job's class
+     * is the job's, whatever its package (Flink's training jobs live in {@code
+     * org.apache.flink.training}). Decided by where the class is found, not by its name.
+     */
+    static boolean flinkShips(String className) {
+        ClassLoader flink = org.apache.flink.api.common.typeinfo.TypeInformation.class.getClassLoader();
+        return flink != null && flink.getResource(className.replace('.', '/') + ".class") != null;
     }
 
     static boolean eligible(Class<?> c) {

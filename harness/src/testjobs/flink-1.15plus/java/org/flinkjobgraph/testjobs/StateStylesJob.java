@@ -1,0 +1,247 @@
+package org.flinkjobgraph.testjobs;
+
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.FilterFunction;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.functions.ReduceFunction;
+import org.apache.flink.api.common.functions.RichFlatMapFunction;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
+import org.apache.flink.training.jobgraphtest.Opaque;
+import org.apache.flink.training.jobgraphtest.Ride;
+import org.apache.flink.util.Collector;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A job that declares state in every style users write (tests/test_declared_states.py): in
+ * {@code open()} with a class literal, a {@code TypeHint}, {@code Types.*}, {@code
+ * TypeInformation.of}, TTL ({@link StateStylesLine.OpenStylesFn}, per Flink line: open's signature
+ * differs); a descriptor held in a field, one built in a helper method, a name built at run time, a
+ * loop over a collection and a type from a method's argument ({@link FieldAndHelperFn}, registered
+ * lazily in {@code flatMap}); a base class whose {@code open()} calls an overridden method ({@link
+ * BaseRegisteredFn}); a CheckpointedFunction with operator list and union list state ({@link
+ * Throttle}); broadcast state ({@link #RULES}); window aggregate and reduce (Flink's own window
+ * state and the count trigger's). Its POJO lives under {@code org.apache.flink.training} in the job
+ * jar.
+ *
+ * <p>{@code args[0]}: {@code export} (default: {@code execute()}, which the exporter captures) or
+ * {@code run:DIR}: runs on a MiniCluster (flink-clients on the class path) until every state holds
+ * values, stops with a canonical savepoint into DIR and prints {@code SAVEPOINT <path>}: the states
+ * Flink really writes, the test's ground truth.
+ */
+public final class StateStylesJob {
+    private StateStylesJob() {}
+
+    /** The broadcast state, a static field of the job as Flink's documentation writes it. */
+    static final MapStateDescriptor<String, Ride> RULES =
+            new MapStateDescriptor<>("rules", Types.STRING, TypeInformation.of(Ride.class));
+
+    public static void main(String[] args) throws Exception {
+        String mode = args.length > 0 ? args[0] : "export";
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        StateStylesLine.registerKryo(env, Opaque.class);
+        DataStream<Long> numbers = env.fromSequence(0, Long.MAX_VALUE).uid("numbers").name("numbers")
+                .map(new Throttle()).uid("throttle").name("throttle");
+        KeyedStream<Long, Long> keyed = numbers.keyBy(new Mod4());
+        sink(keyed.process(new StateStylesLine.OpenStylesFn()).uid("open-styles").name("open-styles"));
+        sink(keyed.flatMap(new FieldAndHelperFn()).uid("field-helper").name("field-helper"));
+        sink(keyed.map(new BaseRegisteredFn()).uid("base-class").name("base-class"));
+        sink(keyed.connect(numbers.broadcast(RULES)).process(new RulesFn()).uid("broadcast").name("broadcast"));
+        sink(keyed.countWindow(1_000_000).aggregate(new AvgAgg()).uid("window-aggregate").name("window-aggregate"));
+        sink(keyed.countWindow(1_000_000).reduce(new SumReduce()).uid("window-reduce").name("window-reduce"));
+        if (mode.startsWith("run:")) {
+            run(env, mode.substring("run:".length()));
+        } else {
+            env.execute("state-styles");
+        }
+    }
+
+    static <T> void sink(DataStream<T> s) {
+        s.filter(new Never<>()).print();
+    }
+
+    static void run(StreamExecutionEnvironment env, String dir) throws Exception {
+        JobClient client = env.executeAsync("state-styles");
+        long until = System.currentTimeMillis() + 60_000;
+        while (client.getJobStatus().get() != JobStatus.RUNNING) {
+            if (System.currentTimeMillis() > until) {
+                throw new IllegalStateException("the job did not start: " + client.getJobStatus().get());
+            }
+            Thread.sleep(100);
+        }
+        Thread.sleep(Long.parseLong(System.getProperty("fill.ms", "4000")));
+        String path = client.stopWithSavepoint(false, dir, SavepointFormatType.CANONICAL).get(120, TimeUnit.SECONDS);
+        System.out.println("SAVEPOINT " + path);
+    }
+
+    /** Key: the number modulo 4. */
+    public static final class Mod4 implements KeySelector<Long, Long> {
+        @Override
+        public Long getKey(Long v) {
+            return v % 4;
+        }
+    }
+
+    /** Keeps nothing (the sinks never get a record). */
+    public static final class Never<T> implements FilterFunction<T> {
+        @Override
+        public boolean filter(T v) {
+            return false;
+        }
+    }
+
+    /** Sum of longs (a reducing state's function). */
+    public static final class SumReduce implements ReduceFunction<Long> {
+        @Override
+        public Long reduce(Long a, Long b) {
+            return a + b;
+        }
+    }
+
+    /** Average as (sum, count) (an aggregating state's function). */
+    public static final class AvgAgg implements AggregateFunction<Long, Tuple2<Long, Long>, Double> {
+        @Override
+        public Tuple2<Long, Long> createAccumulator() {
+            return Tuple2.of(0L, 0L);
+        }
+
+        @Override
+        public Tuple2<Long, Long> add(Long v, Tuple2<Long, Long> acc) {
+            return Tuple2.of(acc.f0 + v, acc.f1 + 1);
+        }
+
+        @Override
+        public Double getResult(Tuple2<Long, Long> acc) {
+            return acc.f1 == 0 ? 0.0 : (double) acc.f0 / acc.f1;
+        }
+
+        @Override
+        public Tuple2<Long, Long> merge(Tuple2<Long, Long> a, Tuple2<Long, Long> b) {
+            return Tuple2.of(a.f0 + b.f0, a.f1 + b.f1);
+        }
+    }
+
+    /**
+     * Slows the numbers down (the states fill within a few seconds without a flood of records) and
+     * keeps operator state: a CheckpointedFunction with a list and a union list, registered in
+     * {@code initializeState}.
+     */
+    public static final class Throttle implements MapFunction<Long, Long>, CheckpointedFunction {
+        private transient ListState<Long> offsets;
+        private transient ListState<Long> marks;
+        private long last;
+
+        @Override
+        public Long map(Long v) throws Exception {
+            Thread.sleep(1);
+            last = v;
+            return v;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            offsets.update(Collections.singletonList(last));
+            marks.update(Collections.singletonList(last));
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            offsets = context.getOperatorStateStore().getListState(new ListStateDescriptor<>("offsets", Long.class));
+            marks = context.getOperatorStateStore().getUnionListState(new ListStateDescriptor<>("marks", Types.LONG));
+        }
+    }
+
+    /**
+     * States registered lazily on the first record: a descriptor held in a field, one built in a
+     * helper method, a Kryo class (registered with Kryo in main()), a name built at run time, a loop
+     * over a collection, a type from a method's argument (the last three: unresolved).
+     */
+    public static final class FieldAndHelperFn extends RichFlatMapFunction<Long, Long> {
+        private final ValueStateDescriptor<Ride> lastDesc = new ValueStateDescriptor<>("last-ride", Ride.class);
+        private final List<String> extraNames = Arrays.asList("extra-a", "extra-b");
+        private transient ValueState<Ride> last;
+        private transient ListState<Long> seen;
+        private transient ValueState<Opaque> opaque;
+
+        @Override
+        public void flatMap(Long v, Collector<Long> out) throws Exception {
+            if (last == null) {
+                last = getRuntimeContext().getState(lastDesc);
+                seen = getRuntimeContext().getListState(seenDescriptor("ids"));
+                opaque = getRuntimeContext().getState(new ValueStateDescriptor<>("opaque", Opaque.class));
+                getRuntimeContext().getState(new ValueStateDescriptor<>("dyn-" + v.getClass().getSimpleName(), Long.class))
+                        .update(v);
+                for (String n : extraNames) {
+                    getRuntimeContext().getState(new ValueStateDescriptor<>(n, Long.class)).update(v);
+                }
+                registerTyped("typed", TypeInformation.of(v.getClass()), v);
+            }
+            last.update(new Ride(v, v * 2));
+            seen.add(v);
+            opaque.update(new Opaque(v));
+        }
+
+        private static ListStateDescriptor<Long> seenDescriptor(String suffix) {
+            return new ListStateDescriptor<>("seen-" + suffix, Long.class);
+        }
+
+        private <T> void registerTyped(String name, TypeInformation<T> type, Object value) throws Exception {
+            ValueState<T> s = getRuntimeContext().getState(new ValueStateDescriptor<>(name, type));
+            @SuppressWarnings("unchecked")
+            T t = (T) value;
+            s.update(t);
+        }
+    }
+
+    /** Registers in {@code register()}, which the base class's {@code open()} calls. */
+    public static final class BaseRegisteredFn extends StateStylesLine.RegisteringBase<Long, Long> {
+        private transient MapState<String, Ride> byName;
+
+        @Override
+        protected void register() throws Exception {
+            byName = getRuntimeContext().getMapState(new MapStateDescriptor<>("by-name", String.class, Ride.class));
+        }
+
+        @Override
+        public Long map(Long v) throws Exception {
+            byName.put("d" + (v % 3), new Ride(v, v));
+            return v;
+        }
+    }
+
+    /** Keyed broadcast: writes the broadcast state, reads it per record. */
+    public static final class RulesFn extends KeyedBroadcastProcessFunction<Long, Long, Long, Long> {
+        @Override
+        public void processElement(Long v, ReadOnlyContext ctx, Collector<Long> out) throws Exception {
+            ctx.getBroadcastState(RULES).get("r0");
+        }
+
+        @Override
+        public void processBroadcastElement(Long v, Context ctx, Collector<Long> out) throws Exception {
+            ctx.getBroadcastState(RULES).put("r" + (v % 2), new Ride(v, v));
+        }
+    }
+}
