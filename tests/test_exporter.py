@@ -454,7 +454,9 @@ def test_state_backend_and_user_classes(built, line):
     }
     assert classes[f"{prefix}$Color"] == {"kind": "enum", "enum_constants": ["RED", "GREEN", "BLUE"]}
     assert not {f"{prefix}$Marker", f"{prefix}$Inner", f"{prefix}$1"} & set(classes)
-    assert all(c.startswith("org.flinkjobgraph.testjobs.") for c in classes)  # not the connector's
+    # the --jar's classes only, never the connector's (--classpath) nor Flink's: the job jar's own classes
+    # under org.apache.flink.training (named by the state-styles job's fields) are the job's
+    assert all(c.startswith(("org.flinkjobgraph.testjobs.", "org.apache.flink.training.")) for c in classes)
     assert spec["user_classes_skipped"] >= 0 and "user classes:" in err
     rc, specs, err = export(built, line, job, "-D", "state.backend.type=rocksdb", args=("none",))
     assert rc == 0 and specs[0]["state_backend"] == "rocksdb", err

@@ -142,8 +142,8 @@ public final class DeclaredStates {
             List<StateCode.Decl> flink = new ArrayList<>();
             if (op != null && !code.isJob(op.getClass())) {
                 flink.addAll(code.analyseObject(op, true));
-            } else if (Refl.isA(factory, "SourceOperatorFactory")) {
-                flink.addAll(code.analyseClass("org.apache.flink.streaming.api.operators.SourceOperator"));
+            } else if (op == null) {
+                flink.addAll(runtimeOperator(factory));
             }
             for (Object trig : triggers) {
                 flink.addAll(code.analyseObject(trig, true, true));
@@ -198,6 +198,9 @@ public final class DeclaredStates {
                 }
                 if (d.descriptor == null) {
                     Map<String, Object> e = entry(d.hintName, d.kind, null, null, "bytecode", d.site, d.unresolved);
+                    if (d.conditional) {
+                        e.put("conditional", true);
+                    }
                     out.add(e);
                     continue;
                 }
@@ -245,6 +248,93 @@ public final class DeclaredStates {
             return out;
         }
 
+        /**
+         * The states of an operator a factory creates when the job starts (the graph holds no
+         * object of it): the FLIP-27 source, async I/O, the sink V2 writer and committer. Their
+         * code is read with the operator itself unknown; what depends on it comes from the factory.
+         */
+        List<StateCode.Decl> runtimeOperator(Object factory) {
+            List<StateCode.Decl> out = new ArrayList<>();
+            String pkg = "org.apache.flink.streaming.runtime.operators.sink.";
+            String f = factory.getClass().getSimpleName();
+            if (Refl.isA(factory, "SourceOperatorFactory")) {
+                out.addAll(code.analyseClass("org.apache.flink.streaming.api.operators.SourceOperator"));
+            } else if (f.equals("AsyncWaitOperatorFactory")) {
+                // AsyncWaitOperator.initializeState: new ListStateDescriptor<>(STATE_NAME,
+                // new StreamElementSerializer<>(input serializer)), built in setup() at run time
+                String op = "org.apache.flink.streaming.api.operators.async.AsyncWaitOperator";
+                Object in = inputSerializer();
+                Object name = staticField(op, "STATE_NAME");
+                if (in != null && name != null) {
+                    Object ses = construct("org.apache.flink.streaming.runtime.streamrecord.StreamElementSerializer", in);
+                    Object desc = construct("org.apache.flink.api.common.state.ListStateDescriptor", name, ses);
+                    out.add(decl("OPERATOR_LIST", desc, op + "#initializeState"));
+                }
+            } else if (f.equals("SinkWriterOperatorFactory")) {
+                out.addAll(code.analyseClass(pkg + "SinkWriterOperator"));
+                Object sink = Refl.call(factory, "getSink", null);
+                if (Refl.isA(sink, "SupportsWriterState") || Refl.isA(sink, "StatefulSink")) {
+                    Object desc = staticField(pkg + "StatefulSinkWriterStateHandler", "WRITER_RAW_STATES_DESC");
+                    if (desc != null) {
+                        out.add(decl("OPERATOR_LIST", desc, pkg + "StatefulSinkWriterStateHandler#initializeState"));
+                    }
+                }
+            } else if (f.equals("CommitterOperatorFactory")) {
+                out.addAll(code.analyseClass(pkg + "CommitterOperator"));
+            }
+            return out;
+        }
+
+        Object inputSerializer() {
+            Object ins = Refl.has(n, "getTypeSerializersIn", 0) ? Refl.call(n, "getTypeSerializersIn", null) : null;
+            if (ins instanceof Object[] && ((Object[]) ins).length > 0) {
+                return ((Object[]) ins)[0];
+            }
+            return Refl.call(n, "getTypeSerializerIn1", null);
+        }
+
+        static StateCode.Decl decl(String kind, Object desc, String site) {
+            StateCode.Decl d = new StateCode.Decl();
+            d.kind = kind;
+            d.descriptor = desc;
+            d.site = site;
+            d.flinkCode = true;
+            return d;
+        }
+
+        static Object staticField(String cls, String name) {
+            try {
+                Field fl = StateCode.field(Class.forName(cls, false, StateCode.FLINK_LOADER), name);
+                if (fl == null) {
+                    return null;
+                }
+                fl.setAccessible(true);
+                return fl.get(null);
+            } catch (Throwable e) {
+                return null;
+            }
+        }
+
+        static Object construct(String cls, Object... args) {
+            try {
+                for (java.lang.reflect.Constructor<?> k : Class.forName(cls, false, StateCode.FLINK_LOADER).getConstructors()) {
+                    Class<?>[] p = k.getParameterTypes();
+                    if (p.length == args.length) {
+                        boolean ok = true;
+                        for (int i = 0; i < p.length; i++) {
+                            ok &= p[i].isInstance(args[i]);
+                        }
+                        if (ok) {
+                            return k.newInstance(args);
+                        }
+                    }
+                }
+            } catch (Throwable e) {
+                return null;
+            }
+            return null;
+        }
+
         static boolean containsTimer(List<Map<String, Object>> timers, String name) {
             for (Map<String, Object> t : timers) {
                 if (name.equals(t.get("name"))) {
@@ -269,6 +359,9 @@ public final class DeclaredStates {
             Map<String, Object> e = describe(d.descriptor, kind, basis, declaredIn, unresolved);
             if (d.site != null && !d.site.equals(declaredIn)) {
                 e.put("registered_in", d.site);
+            }
+            if (d.conditional) {
+                e.put("conditional", true);
             }
             byDescriptor.put(d.descriptor, e);
             out.add(e);

@@ -85,6 +85,24 @@ final class StateCode {
         /** TimerService.register*Timer ("processing" / "event"). */
         String registersTimer;
         boolean flinkCode;
+        /** The call is not made on every path through the code Flink calls (a branch on a run-time value). */
+        boolean conditional;
+
+        Decl copy() {
+            Decl d = new Decl();
+            d.kind = kind;
+            d.descriptor = descriptor;
+            d.origin = origin;
+            d.site = site;
+            d.unresolved = unresolved;
+            d.hintName = hintName;
+            d.timerName = timerName;
+            d.timerNamespaceSerializer = timerNamespaceSerializer;
+            d.registersTimer = registersTimer;
+            d.flinkCode = flinkCode;
+            d.conditional = conditional;
+            return d;
+        }
     }
 
     /** Marker values. */
@@ -797,6 +815,7 @@ final class StateCode {
             if (kind != null) {
                 Decl d = declaration(kind, mi, callArgs, hasReceiver ? 1 : 0, site, flinkMode);
                 if (d != null) {
+                    d.conditional = !onEveryPath(m, insns, frames, live, i);
                     res.decls.add(d);
                 }
                 continue;
@@ -814,7 +833,14 @@ final class StateCode {
                 // the callee's result for the arguments of the final frame
                 Result again = interp.follow(mi, callArgs);
                 if (again != null) {
-                    res.decls.addAll(again.decls);
+                    boolean conditional = !onEveryPath(m, insns, frames, live, i);
+                    for (Decl d : again.decls) {
+                        if (conditional && !d.conditional) {
+                            d = d.copy();
+                            d.conditional = true;
+                        }
+                        res.decls.add(d);
+                    }
                 }
             }
         }

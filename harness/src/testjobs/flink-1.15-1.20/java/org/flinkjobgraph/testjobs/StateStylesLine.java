@@ -19,8 +19,10 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.windowing.assigners.ProcessingTimeSessionWindows;
 import org.apache.flink.training.jobgraphtest.Ride;
 import org.apache.flink.util.Collector;
 
@@ -30,6 +32,17 @@ public final class StateStylesLine {
 
     static void registerKryo(StreamExecutionEnvironment env, Class<?> c) {
         env.getConfig().registerKryoType(c);
+    }
+
+    /** Processing-time session windows with a gap of an hour (merging windows). */
+    static ProcessingTimeSessionWindows sessions() {
+        return ProcessingTimeSessionWindows.withGap(org.apache.flink.streaming.api.windowing.time.Time.hours(1));
+    }
+
+    /** An interval join within a millisecond. */
+    static <K> KeyedStream.IntervalJoined<Long, Long, K> between(KeyedStream.IntervalJoin<Long, Long, K> j) {
+        return j.between(org.apache.flink.streaming.api.windowing.time.Time.milliseconds(-1),
+                org.apache.flink.streaming.api.windowing.time.Time.milliseconds(1));
     }
 
     /** Declares in {@code open()}: a class literal, a TypeHint, Types.*, TypeInformation.of, TTL. */

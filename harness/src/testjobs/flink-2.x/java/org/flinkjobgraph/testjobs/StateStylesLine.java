@@ -1,5 +1,6 @@
 package org.flinkjobgraph.testjobs;
 
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.AggregatingState;
 import org.apache.flink.api.common.state.AggregatingStateDescriptor;
@@ -12,17 +13,19 @@ import org.apache.flink.api.common.state.ReducingStateDescriptor;
 import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.typeinfo.BasicTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
-import java.time.Duration;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.windowing.assigners.ProcessingTimeSessionWindows;
 import org.apache.flink.training.jobgraphtest.Ride;
 import org.apache.flink.util.Collector;
+
+import java.time.Duration;
 
 /** The parts of {@link StateStylesJob} whose API differs by line: Flink 2.x (open(OpenContext), TTL in Duration, Kryo types in the SerializerConfig). */
 public final class StateStylesLine {
@@ -30,6 +33,16 @@ public final class StateStylesLine {
 
     static void registerKryo(StreamExecutionEnvironment env, Class<?> c) {
         ((org.apache.flink.api.common.serialization.SerializerConfigImpl) env.getConfig().getSerializerConfig()).registerKryoType(c);
+    }
+
+    /** Processing-time session windows with a gap of an hour (merging windows). */
+    static ProcessingTimeSessionWindows sessions() {
+        return ProcessingTimeSessionWindows.withGap(Duration.ofHours(1));
+    }
+
+    /** An interval join within a millisecond. */
+    static <K> KeyedStream.IntervalJoined<Long, Long, K> between(KeyedStream.IntervalJoin<Long, Long, K> j) {
+        return j.between(Duration.ofMillis(-1), Duration.ofMillis(1));
     }
 
     /** Declares in {@code open()}: a class literal, a TypeHint, Types.*, TypeInformation.of, TTL. */
