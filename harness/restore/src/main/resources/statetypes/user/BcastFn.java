@@ -1,8 +1,6 @@
 package statetypes.user;
 
 import org.apache.flink.api.common.state.BroadcastState;
-import org.apache.flink.api.common.state.MapStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -10,23 +8,21 @@ import java.util.Map;
 
 /**
  * Broadcast state (String -> any value type): every broadcast record writes one of four entries;
- * the first broadcast record of an instance first reads what the state holds.
+ * the first broadcast record of an instance first reads what the state holds. The job's own
+ * subclass (RulesFn, generated per job) re-creates the descriptor main() passed to broadcast(...)
+ * and hands the state over with {@link #broadcastRecord}.
  */
-public final class BcastFn extends KeyedBroadcastProcessFunction<Object, Long, Long, Long> {
+public abstract class BcastFn extends KeyedBroadcastProcessFunction<Object, Long, Long, Long> {
     private final String probeKey;
     private final String stateName;
     private final String type;
     private transient boolean probed;
     private transient boolean written;
 
-    public BcastFn(String probeKey, String stateName, String type) {
+    protected BcastFn(String probeKey, String stateName, String type) {
         this.probeKey = probeKey;
         this.stateName = stateName;
         this.type = type;
-    }
-
-    public static MapStateDescriptor<String, Object> descriptor(String stateName, String type) {
-        return new MapStateDescriptor<>(stateName, Types.STRING, Vals.info(type));
     }
 
     private String who() {
@@ -38,9 +34,10 @@ public final class BcastFn extends KeyedBroadcastProcessFunction<Object, Long, L
         out.collect(v);
     }
 
-    @Override
-    public void processBroadcastElement(Long v, Context ctx, Collector<Long> out) throws Exception {
-        BroadcastState<String, Object> st = ctx.getBroadcastState(descriptor(stateName, type));
+    /** A broadcast record: the first one reads the state; each writes one entry. */
+    @SuppressWarnings("unchecked")
+    protected final void broadcastRecord(Long v, BroadcastState<String, ?> state) throws Exception {
+        BroadcastState<String, Object> st = (BroadcastState<String, Object>) state;
         String pk = probeKey + "|" + stateName;
         if (!probed) {
             probed = true;

@@ -1,13 +1,10 @@
 package statetypes.user;
 
+import org.apache.flink.api.common.state.AggregatingState;
 import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
-import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ReducingState;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -18,24 +15,25 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Keyed value / list / map states of any of the value types, registered in open() (as users do)
- * or on the first record ("lazy"). Every record writes every state; the first record of each
- * key (per instance) first reads every state and reports what it found, so after a restore
- * every state of every key is accessed.
+ * What every keyed state function of the jobs does with its states (value / list / map /
+ * reducing / aggregating, of any of the value types); the states themselves are declared by the
+ * job's own subclass (KeyedFn, generated per job: in open(), on the first record, in
+ * initializeState, or in {@link #registerStates} which open() calls), which hands the state
+ * handles over with {@link #bind} in the order of the description's states. Every record writes
+ * every state; the first record of each key (per instance) first reads every state and reports
+ * what it found, so after a restore every state of every key is accessed.
  */
-public final class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long> {
+public abstract class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long> {
     private final String probeKey;
     private final List<String[]> states;
-    private final boolean lazy;
     private final int keys;
     private final boolean timers;
-    private transient List<Object> handles;
+    private transient Object[] handles;
     private transient Set<Long> seen;
 
-    public KeyedStateFn(String probeKey, List<String[]> states, boolean lazy, int keys, boolean timers) {
+    protected KeyedStateFn(String probeKey, List<String[]> states, int keys, boolean timers) {
         this.probeKey = probeKey;
         this.states = states;
-        this.lazy = lazy;
         this.keys = keys;
         this.timers = timers;
     }
@@ -43,45 +41,39 @@ public final class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long>
 //#if LEGACY_API
     @Override
     public void open(org.apache.flink.configuration.Configuration parameters) throws Exception {
-        if (!lazy) {
-            register();
-        }
+        registerStates();
     }
 //#else
     @Override
     public void open(org.apache.flink.api.common.functions.OpenContext ctx) throws Exception {
-        if (!lazy) {
-            register();
-        }
+        registerStates();
     }
 //#endif
 
-    private void register() {
-        List<Object> h = new ArrayList<>();
-        for (String[] s : states) {
-            TypeInformation<Object> info = Vals.info(s[2]);
-            switch (s[1]) {
-                case "VALUE":
-                    h.add(getRuntimeContext().getState(new ValueStateDescriptor<>(s[0], info)));
-                    break;
-                case "LIST":
-                    h.add(getRuntimeContext().getListState(new ListStateDescriptor<>(s[0], info)));
-                    break;
-                case "MAP":
-                    h.add(getRuntimeContext().getMapState(new MapStateDescriptor<>(s[0], Types.STRING, info)));
-                    break;
-                default:
-                    throw new IllegalArgumentException("unknown state kind " + s[1]);
-            }
+    /** Declares the states when a subclass overrides it (open() calls it); by default nothing. */
+    protected void registerStates() throws Exception {}
+
+    /** The registered states, in the order of the description's states. */
+    protected final void bind(Object... h) {
+        if (h.length != states.size()) {
+            throw new IllegalStateException(h.length + " states registered, the description has " + states.size());
         }
         handles = h;
     }
 
     @Override
-    @SuppressWarnings("unchecked")
     public void processElement(Long v, Context ctx, Collector<Long> out) throws Exception {
+        record(v, ctx, out);
+    }
+
+    /** Reads (the first record of a key) and writes every state; nothing without a context. */
+    @SuppressWarnings("unchecked")
+    protected final void record(Long v, Context ctx, Collector<Long> out) throws Exception {
+        if (ctx == null) {
+            return;
+        }
         if (handles == null) {
-            register();
+            throw new IllegalStateException("no state registered");
         }
         if (seen == null) {
             seen = new HashSet<>();
@@ -91,7 +83,7 @@ public final class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long>
         for (int i = 0; i < states.size(); i++) {
             String[] s = states.get(i);
             String pk = probeKey + "|" + s[0];
-            Object h = handles.get(i);
+            Object h = handles[i];
             if (first) {
                 Probe.probe(pk, k, read(s[1], s[2], h, k));
             }
@@ -118,8 +110,17 @@ public final class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long>
                     }
                     break;
                 }
-                default:
+                case "MAP":
                     ((MapState<String, Object>) h).put(Vals.userKey(v, keys), value);
+                    break;
+                case "REDUCING":
+                    ((ReducingState<Object>) h).add(value);
+                    break;
+                case "AGGREGATING":
+                    ((AggregatingState<Object, Object>) h).add(value);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown state kind " + s[1]);
             }
             if (first) {
                 Probe.wrote(pk, k);
@@ -137,6 +138,10 @@ public final class KeyedStateFn extends KeyedProcessFunction<Object, Long, Long>
         switch (kind) {
             case "VALUE":
                 return Vals.check(type, ((ValueState<Object>) h).value(), k, keys, null);
+            case "REDUCING":
+                return Vals.check(type, ((ReducingState<Object>) h).get(), k, keys, null);
+            case "AGGREGATING":
+                return Vals.check(type, ((AggregatingState<Object, Object>) h).get(), k, keys, null);
             case "LIST": {
                 Iterable<Object> it = ((ListState<Object>) h).get();
                 if (it != null) {

@@ -2,8 +2,6 @@ package statetypes.user;
 
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 
@@ -12,33 +10,32 @@ import java.util.List;
 
 /**
  * Operator list state (split or union redistribution) of any value type: the last three values
- * of the instance, written at every snapshot. initializeState registers it and reads what was
- * restored (every instance reports).
+ * of the instance, written at every snapshot. The job's own subclass (BufferFn, generated per
+ * job) declares the state in initializeState and hands it over with {@link #restored}, which
+ * reads what was restored (every instance reports).
  */
-public final class OpStateFn extends RichMapFunction<Long, Long> implements CheckpointedFunction {
+public abstract class OpStateFn extends RichMapFunction<Long, Long> implements CheckpointedFunction {
     private final String probeKey;
     private final String stateName;
     private final String type;
-    private final boolean union;
     private transient ListState<Object> state;
     private transient List<Object> buffer;
     private transient boolean written;
 
-    public OpStateFn(String probeKey, String stateName, String type, boolean union) {
+    protected OpStateFn(String probeKey, String stateName, String type) {
         this.probeKey = probeKey;
         this.stateName = stateName;
         this.type = type;
-        this.union = union;
     }
 
     private String who() {
         return "i" + Integer.toHexString(System.identityHashCode(this));
     }
 
-    @Override
-    public void initializeState(FunctionInitializationContext ctx) throws Exception {
-        ListStateDescriptor<Object> d = new ListStateDescriptor<>(stateName, Vals.<Object>info(type));
-        state = union ? ctx.getOperatorStateStore().getUnionListState(d) : ctx.getOperatorStateStore().getListState(d);
+    /** The registered state: reads what it holds (restored values), then keeps it for snapshots. */
+    @SuppressWarnings("unchecked")
+    protected final void restored(ListState<?> registered) throws Exception {
+        state = (ListState<Object>) registered;
         buffer = new ArrayList<>();
         String r = Vals.ABSENT;
         Iterable<Object> it = state.get();

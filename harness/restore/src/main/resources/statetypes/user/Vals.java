@@ -1,10 +1,8 @@
 package statetypes.user;
 
-import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.types.Row;
 
 import java.util.ArrayList;
@@ -15,10 +13,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The key and value types of the job's states, the values it writes (each made from the record's
- * number v) and how a restored value is checked: a value made from v carries v, so a restored
- * value must be internally consistent, belong to the key it is stored under (v % keys) and, in a
- * map, to its user key.
+ * The key types of the jobs (the states' types are declared in each job's own code), the values
+ * the states hold (each made from the record's number v) and how a restored value is checked: a
+ * value made from v carries v, so a restored value must be internally consistent, belong to the
+ * key it is stored under (v % keys) and, in a map, to its user key.
  */
 public final class Vals {
     private Vals() {}
@@ -26,24 +24,6 @@ public final class Vals {
     public static final String PRESENT = "present";
     public static final String ABSENT = "absent";
     public static final String INCONSISTENT = "inconsistent";
-
-    @SuppressWarnings("unchecked")
-    public static <T> TypeInformation<T> info(String type) {
-        switch (type) {
-            case "LONG": return (TypeInformation<T>) Types.LONG;
-            case "STRING": return (TypeInformation<T>) Types.STRING;
-            case "POJO": return (TypeInformation<T>) TypeInformation.of(PojoV.class);
-            case "POJO_COLL": return (TypeInformation<T>) TypeInformation.of(PojoColl.class);
-            case "GENERIC": return (TypeInformation<T>) TypeInformation.of(Gen.class);
-            case "ENUM": return (TypeInformation<T>) TypeInformation.of(Color.class);
-            case "TUPLE2": return (TypeInformation<T>) Types.TUPLE(Types.LONG, Types.STRING);
-            case "ROW": return (TypeInformation<T>) new RowTypeInfo(Types.LONG, Types.STRING, Types.DOUBLE);
-            case "LIST_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<List<String>>() {});
-            case "MAP_HINT": return (TypeInformation<T>) TypeInformation.of(new TypeHint<Map<String, Long>>() {});
-            case "AVRO": return (TypeInformation<T>) AvroInfo.info();
-            default: throw new IllegalArgumentException("unknown value type " + type);
-        }
-    }
 
     public static Object make(String type, long v) {
         switch (type) {

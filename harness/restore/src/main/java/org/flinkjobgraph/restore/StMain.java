@@ -94,7 +94,7 @@ final class StMain {
                     boolean ok = false;
                     for (int attempt = 0; attempt < 2 && !ok; attempt++) {
                         try {
-                            runner.runV2(rec, jars, jarsRel);
+                            runner.runV2(rec, jars, cases, jarsRel);
                             ok = true;
                         } catch (Throwable t) {
                             retries++;
@@ -134,7 +134,7 @@ final class StMain {
                                 ((Map<String, Object>) rec.get("meta")).put("attempt", attempt);
                             }
                             if (!cross) {
-                                runner.runV2(rec, jars, jarsRel);
+                                runner.runV2(rec, jars, cases, jarsRel);
                             }
                         } catch (Throwable t) {
                             retries++;
@@ -214,11 +214,16 @@ final class StMain {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> rt = (Map<String, Object>) rec.get("runtime");
                 String desc = (String) ((List<?>) prog.get("args")).get(0);
-                Path jar = Path.of(casesDir).resolve((String) prog.get("jar"));
-                List<Path> jobJars = StRunner.jobJars(jar, desc);
+                // the job's own jars: its job jar and (sets from seed 41) the support jar of its variant
+                List<Path> own = new ArrayList<>();
+                own.add(Path.of(casesDir).resolve((String) prog.get("jar")));
+                for (Object o : (List<?>) prog.getOrDefault("classpath", List.of())) {
+                    own.add(Path.of(casesDir).resolve((String) o));
+                }
+                List<Path> jobJars = StRunner.jobJars(own, desc);
                 try (java.net.URLClassLoader cl = StRunner.loader(jobJars)) {
                     Configuration conf = runner.jobConf(rt, scratch, side.equals("v1"));
-                    StRunner.Job j = runner.build(cl, jobJars, desc, conf, caseId + "/" + side);
+                    StRunner.Job j = runner.build(cl, jobJars, own.size(), desc, conf, caseId + "/" + side, false);
                     Map<String, Object> line = new LinkedHashMap<>();
                     line.put("case_id", caseId);
                     line.put("side", side);

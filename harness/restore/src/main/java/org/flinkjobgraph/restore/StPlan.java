@@ -17,6 +17,10 @@ final class StPlan {
     static final List<String> VALUE_TYPES = List.of(
             "LONG", "STRING", "POJO", "POJO_COLL", "GENERIC", "ENUM", "TUPLE2", "ROW", "LIST_HINT", "MAP_HINT", "AVRO");
     static final List<String> KEY_TYPES = List.of("LONG", "STRING", "TUPLE2", "POJO");
+    /** The keyed states' kinds (declared by the job's keyed function). */
+    static final List<String> KEYED_KINDS = List.of("VALUE", "LIST", "MAP", "REDUCING", "AGGREGATING");
+    /** Where the keyed function registers its states (open(), first record, initializeState, a hook open() calls). */
+    static final List<String> REGISTRATIONS = List.of("open", "lazy", "init", "hook");
     /** value type -> the user class it is made of */
     static final Map<String, String> CLASS_OF = Map.of("POJO", "PojoV", "POJO_COLL", "PojoColl", "GENERIC", "Gen", "ENUM", "Color", "AVRO", "AvroRec");
 
@@ -143,19 +147,22 @@ final class StPlan {
                 switch (s.kind) {
                     case "ost":
                         out.add(new St(s, s.f.get("state"), "union".equals(s.f.get("mode")) ? "UNION_LIST" : "LIST",
-                                s.f.get("type"), "operator", "initializeState", null));
+                                s.f.get("type"), "operator", "initializeState", null).declared(s.f.get("style"), null));
                         break;
                     case "keyed":
                         for (String[] st : s.states) {
-                            out.add(new St(s, st[0], st[1], st[2], "keyed", s.f.get("reg"), s.f.get("key")));
+                            out.add(new St(s, st[0], st[1], st[2], "keyed", s.f.get("reg"), s.f.get("key"))
+                                    .declared(st.length > 3 ? st[3] : null, st.length > 4 && !st[4].equals("-") ? st[4] : null));
                         }
                         break;
                     case "win":
                         out.add(new St(s, "window-contents", "reduce".equals(s.f.get("fn")) ? "REDUCING" : "AGGREGATING",
-                                s.f.get("type"), "keyed", "window operator", s.f.get("key")));
+                                s.f.get("type"), "keyed", "window operator", s.f.get("key"))
+                                .declared(s.f.containsKey("style") ? "window_operator:" + s.f.get("style") : null, null));
                         break;
                     case "bc":
-                        out.add(new St(s, s.f.get("state"), "BROADCAST", s.f.get("type"), "broadcast", "open", s.f.get("key")));
+                        out.add(new St(s, s.f.get("state"), "BROADCAST", s.f.get("type"), "broadcast", "open", s.f.get("key"))
+                                .declared(s.f.get("style"), null));
                         break;
                     default:
                 }
@@ -173,6 +180,10 @@ final class StPlan {
         final String backend;
         final String registration;
         final String keyType;
+        /** "style:expr" of the declaration (StStyles); null in programs of the sets before seed 41. */
+        String style;
+        /** TTL code (StStyles.drawTtl) or null. */
+        String ttl;
 
         St(Seg seg, String name, String kind, String type, String backend, String registration, String keyType) {
             this.seg = seg;
@@ -182,6 +193,12 @@ final class StPlan {
             this.backend = backend;
             this.registration = registration;
             this.keyType = keyType;
+        }
+
+        St declared(String style, String ttl) {
+            this.style = style;
+            this.ttl = ttl;
+            return this;
         }
 
         String probeKey() {
@@ -257,14 +274,15 @@ final class StPlan {
             if (r.nextInt(100) < 85) {
                 s.put("uid", "opstate");
             }
-            s.put("name", "Buffer").put("type", t).put("state", "buffer_" + lower(t)).put("mode", r.nextInt(100) < 70 ? "split" : "union");
+            s.put("name", "Buffer").put("type", t).put("state", "buffer_" + lower(t)).put("mode", r.nextInt(100) < 70 ? "split" : "union")
+                    .put("style", StStyles.draw(r, t));
             p.segs.add(s);
         }
         Seg k = new Seg("keyed");
         if (r.nextInt(100) < 90) {
             k.put("uid", "keyed-1");
         }
-        k.put("name", "Agg1").put("key", pick(r, KEY_TYPES)).put("reg", r.nextBoolean() ? "open" : "lazy");
+        k.put("name", "Agg1").put("key", pick(r, KEY_TYPES)).put("reg", REGISTRATIONS.get(weighted(r, 40, 20, 20, 20)));
         if (r.nextBoolean()) {
             k.put("timers", 1);
         }
@@ -278,8 +296,10 @@ final class StPlan {
             if (r.nextInt(100) < 90) {
                 w.put("uid", "win-1");
             }
+            String t = pick(r, VALUE_TYPES);
             w.put("name", "Win1").put("key", pick(r, KEY_TYPES)).put("fn", r.nextBoolean() ? "aggregate" : "reduce")
-                    .put("assigner", r.nextInt(100) < 70 ? "tumbling" : "global").put("type", pick(r, VALUE_TYPES));
+                    .put("assigner", r.nextInt(100) < 70 ? "tumbling" : "global").put("type", t)
+                    .put("style", pick(r, windowExprs(t, "base", "base")));
             p.segs.add(w);
         }
         if (r.nextInt(100) < 20) {
@@ -288,15 +308,24 @@ final class StPlan {
             if (r.nextInt(100) < 90) {
                 b.put("uid", "bc-1");
             }
-            b.put("name", "Rules").put("key", pick(r, KEY_TYPES)).put("type", t).put("state", "rules_" + lower(t));
+            b.put("name", "Rules").put("key", pick(r, KEY_TYPES)).put("type", t).put("state", "rules_" + lower(t))
+                    .put("style", StStyles.draw(r, t));
             p.segs.add(b);
         }
         return p;
     }
 
+    /** The window state's type expressions in main() (no descriptor there: no class literal). */
+    static List<String> windowExprs(String type, String jarV1, String jarV2) {
+        List<String> out = new ArrayList<>(StStyles.exprs(type, jarV1, jarV2));
+        out.remove("class");
+        return out;
+    }
+
+    /** A keyed state of a random kind and type, declared in a random style, 20 % with TTL. */
     static String[] addRandomState(Random r, Seg k) {
         for (int tries = 0; tries < 50; tries++) {
-            String kind = pick(r, List.of("VALUE", "LIST", "MAP"));
+            String kind = KEYED_KINDS.get(weighted(r, 30, 20, 20, 15, 15));
             String type = pick(r, VALUE_TYPES);
             String name = lower(kind) + "_" + lower(type);
             boolean taken = false;
@@ -304,12 +333,43 @@ final class StPlan {
                 taken |= s[0].equals(name);
             }
             if (!taken) {
-                String[] st = {name, kind, type};
+                String[] st = {name, kind, type, StStyles.draw(r, type), r.nextInt(100) < 20 ? StStyles.drawTtl(r) : "-"};
                 k.states.add(st);
                 return st;
             }
         }
         throw new IllegalStateException("no free state name");
+    }
+
+    /** Each state's style as far as its type and the case's jars allow it (StStyles.fit). */
+    static void fitStyles(Prog p, String jarV1, String jarV2) {
+        for (Seg s : p.segs) {
+            switch (s.kind) {
+                case "keyed":
+                    for (String[] st : s.states) {
+                        st[3] = StStyles.fit(st[3], st[2], jarV1, jarV2);
+                    }
+                    break;
+                case "ost":
+                case "bc":
+                    s.put("style", StStyles.fit(s.f.get("style"), s.f.get("type"), jarV1, jarV2));
+                    break;
+                case "win": {
+                    List<String> ok = windowExprs(s.f.get("type"), jarV1, jarV2);
+                    if (!ok.contains(s.f.get("style"))) {
+                        String now = null;
+                        for (String x : StStyles.EXPRS) {
+                            if (now == null && ok.contains(x)) {
+                                now = x;
+                            }
+                        }
+                        s.put("style", now);
+                    }
+                    break;
+                }
+                default:
+            }
+        }
     }
 
     /** Sets a state's value type in v1 (before v2 is copied), renaming it after its kind and type. */
@@ -386,14 +446,31 @@ final class StPlan {
     }
 
     static final String[] CATEGORIES = {
-        "none", "key_type", "class", "value_type", "state_kind", "rename_state", "add_state", "remove_state", "ordinary"
+        "none", "key_type", "class", "value_type", "state_kind", "rename_state", "add_state", "remove_state", "ordinary",
+        "ttl", "restyle"
     };
 
     /**
-     * The case for (seed, index, attempt): same-line sets weigh type edits, cross sets plain
-     * upgrades. In same-line sets every third index is a user-class edit that walks through all
-     * class variants in turn (so a set of 3 x 23 cases has each variant once); the others draw
-     * their edit at random. Retries (another attempt's seed) keep the index's stratum.
+     * The user-class variants the same-line sets walk through (every third case): the ones that
+     * change what a declaration's type means for the saved values (POJO fields renamed, removed,
+     * retyped; Avro schemas evolved compatibly or not; a Kryo class that gained a field) twice per
+     * round (every variant once, then those again), the others once.
+     */
+    static List<String> variantCycle() {
+        List<String> decl = List.of("PojoV-rename", "PojoV-remove", "PojoV-retype", "AvroRec-add", "AvroRec-remove",
+                "AvroRec-retype", "AvroRec-nodefault", "Gen-add");
+        List<String> out = new ArrayList<>(StClasses.jarVariants());
+        out.remove("base");
+        out.addAll(decl);
+        return out;
+    }
+
+    /**
+     * The case for (seed, index, attempt). Both kinds of sets weigh the edits of the declarations
+     * (value type, kind, name, TTL, a state added or removed, the style of a declaration, user
+     * classes) over the others, which all stay represented. In same-line sets every third index is
+     * a user-class edit that walks through the class variants in turn ({@link #variantCycle}); the
+     * others draw their edit at random. Retries (another attempt's seed) keep the index's stratum.
      */
     static StPlan make(String caseId, String set, long caseSeed, int index) {
         Random r = new Random(caseSeed);
@@ -404,16 +481,18 @@ final class StPlan {
         c.v1 = randomProgram(r, caseId);
         c.randomRuntime(r);
         if (set.equals("same") && index % 3 == 0) {
-            List<String> variants = StClasses.jarVariants();
-            variants.remove("base");
+            List<String> variants = variantCycle();
             c.forcedVariant = variants.get((index / 3) % variants.size());
             c.applyEdit(r, "class");
-            return c;
+        } else {
+            // none, key_type, class, value_type, state_kind, rename_state, add_state, remove_state, ordinary, ttl, restyle
+            int cat = set.equals("same")
+                    ? weighted(r, 3, 5, 8, 13, 12, 9, 7, 8, 8, 15, 12)
+                    : weighted(r, 10, 3, 12, 11, 10, 8, 6, 7, 9, 13, 11);
+            c.applyEdit(r, CATEGORIES[cat]);
         }
-        int cat = set.equals("same")
-                ? weighted(r, 6, 16, 12, 14, 12, 7, 6, 7, 20)
-                : weighted(r, 30, 5, 20, 6, 4, 3, 3, 4, 25);
-        c.applyEdit(r, CATEGORIES[cat]);
+        fitStyles(c.v1, c.jarV1, c.jarV2);
+        fitStyles(c.v2, c.jarV1, c.jarV2);
         return c;
     }
 
@@ -444,6 +523,8 @@ final class StPlan {
         subject.put("value_type", s.type);
         subject.put("key_type", s.keyType);
         subject.put("state", s.probeKey());
+        subject.put("style", s.style);
+        subject.put("ttl", s.ttl);
     }
 
     private St find(Prog p, String probeKeyOfV1State) {
@@ -525,7 +606,7 @@ final class StPlan {
                 String now;
                 switch (seg.kind) {
                     case "keyed":
-                        now = pickOther(r, List.of("VALUE", "LIST", "MAP"), s.kind);
+                        now = pickOther(r, KEYED_KINDS, s.kind);
                         setKeyedState(seg, s.name, 1, now);
                         break;
                     case "ost":
@@ -580,6 +661,55 @@ final class StPlan {
                 v2 = v1.copy();
                 String label = ordinary(r, s);
                 setSubject(label, s);
+                break;
+            }
+            case "ttl": {
+                List<St> keyed = where(states, x -> x.seg.kind.equals("keyed"));
+                s = pick(r, keyed);
+                int how = weighted(r, 40, 30, 30); // on, off, changed
+                if (how > 0 && s.ttl == null) { // v1 gets a TTL to switch off or change
+                    String ttl = StStyles.drawTtl(r);
+                    setKeyedState(s.seg, s.name, 4, ttl);
+                    s = find(v1, s.probeKey());
+                } else if (how == 0 && s.ttl != null) {
+                    setKeyedState(s.seg, s.name, 4, "-");
+                    s = find(v1, s.probeKey());
+                }
+                v2 = v1.copy();
+                String now = how == 0 ? StStyles.drawTtl(r) : how == 1 ? null : StStyles.changeTtl(r, s.ttl);
+                setKeyedState(v2.byKey(s.seg.key()), s.name, 4, now == null ? "-" : now);
+                addEdit("change_ttl", s.seg.key(), "state", s.name, "old", s.ttl, "new", now);
+                setSubject(how == 0 ? "ttl_on" : how == 1 ? "ttl_off" : "ttl_changed", s);
+                break;
+            }
+            case "restyle": {
+                // a window state declared with the only expression its type has keeps it
+                s = pick(r, where(states, x -> !x.seg.kind.equals("win") || windowExprs(x.type, jarV1, jarV2).size() > 1));
+                v2 = v1.copy();
+                Seg seg = v2.byKey(s.seg.key());
+                if (seg.kind.equals("keyed") && r.nextInt(100) < 25) {
+                    String old = seg.f.get("reg");
+                    String now = pickOther(r, REGISTRATIONS, old);
+                    seg.put("reg", now);
+                    addEdit("change_registration", seg.key(), "old", old, "new", now);
+                    setSubject("change_registration", s);
+                    break;
+                }
+                String now;
+                if (seg.kind.equals("win")) {
+                    now = pickOther(r, windowExprs(s.type, jarV1, jarV2), seg.f.get("style"));
+                    seg.put("style", now);
+                } else {
+                    now = StStyles.drawOther(r, s.style, s.type, jarV1, jarV2);
+                    if (seg.kind.equals("keyed")) {
+                        setKeyedState(seg, s.name, 3, now);
+                    } else {
+                        seg.put("style", now);
+                    }
+                }
+                addEdit("change_declaration_style", s.seg.key(), "state", s.name, "old",
+                        seg.kind.equals("win") ? s.seg.f.get("style") : s.style, "new", now);
+                setSubject("restyle", s);
                 break;
             }
             default: {

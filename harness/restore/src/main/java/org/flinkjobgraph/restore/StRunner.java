@@ -22,6 +22,7 @@ import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamingJobGraphGenerator;
+import org.flinkjobgraph.harness.DeclaredStates;
 import org.flinkjobgraph.harness.JobGraphExpected;
 import org.flinkjobgraph.harness.Refl;
 import org.flinkjobgraph.harness.StreamGraphSpecExporter;
@@ -131,12 +132,16 @@ final class StRunner implements AutoCloseable {
         JobGraph jg;
         Map<String, Object> spec;
         Map<String, Object> expected;
+        /** declared_types: the declaration run of the job's state functions (StDeclared); null in respec. */
+        Map<String, Object> declared;
     }
 
-    /** The jars of a job: its thin jar, plus flink-avro and its dependencies when it has Avro state. */
-    static List<Path> jobJars(Path jar, String desc) throws IOException {
-        List<Path> out = new ArrayList<>();
-        out.add(jar);
+    /**
+     * The jars of a job: its own (the job jar, then the support jar of its user-class variant; a set
+     * before seed 41: its one thin jar), plus flink-avro and its dependencies when it has Avro state.
+     */
+    static List<Path> jobJars(List<Path> own, String desc) throws IOException {
+        List<Path> out = new ArrayList<>(own);
         if (usesAvro(desc)) {
             out.addAll(StJars.avroJars());
         }
@@ -160,7 +165,13 @@ final class StRunner implements AutoCloseable {
         return new URLClassLoader(urls, StRunner.class.getClassLoader());
     }
 
-    Job build(ClassLoader cl, List<Path> jars, String desc, Configuration conf, String graphId) throws Exception {
+    /**
+     * Builds the job from its jars as {@code flink run} would ({@code own}: how many of {@code jars}
+     * are the job's own, the rest are what it bundles) and exports its spec; {@code declare}: also
+     * the declaration run of its state functions (declared_types).
+     */
+    Job build(ClassLoader cl, List<Path> jars, int own, String desc, Configuration conf, String graphId, boolean declare)
+            throws Exception {
         Thread t = Thread.currentThread();
         ClassLoader prev = t.getContextClassLoader();
         t.setContextClassLoader(cl);
@@ -173,7 +184,7 @@ final class StRunner implements AutoCloseable {
             Job j = new Job();
             j.sg = env.getStreamGraph();
             j.sg.setJobName(name);
-            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars, cl, j.sg));
+            j.spec = StreamGraphSpecExporter.export(j.sg, graphId, exportContext(conf, jars.subList(0, own), cl, j.sg));
             j.jg = StreamingJobGraphGenerator.createJobGraph(j.sg);
             try {
                 j.expected = JobGraphExpected.read(j.sg, j.jg);
@@ -186,6 +197,9 @@ final class StRunner implements AutoCloseable {
                 j.jg.addJar(new org.apache.flink.core.fs.Path(jar.toUri()));
             }
             j.jg.setSavepointRestoreSettings(SavepointRestoreSettings.fromConfiguration(conf));
+            if (declare) {
+                j.declared = StDeclared.read(j.sg, StPlan.parse(desc), cl);
+            }
             return j;
         } finally {
             t.setContextClassLoader(prev);
@@ -193,18 +207,29 @@ final class StRunner implements AutoCloseable {
     }
 
     /**
-     * What the exporter needs beyond the StreamGraph, as {@code flink-jobgraph export} gives it: the
-     * job's configuration, the facts of its own (thin) jar's classes, the first of {@code jars}
-     * (flink-avro and its dependencies, bundled for Avro state, are dependencies, not the job), in
-     * the scope export uses for the job's main class, and the serializer modules its class loader
-     * (Flink's, the job's jar and what it bundles) can load.
+     * What the exporter needs beyond the StreamGraph, as {@code flink-jobgraph export --jar JOB.jar
+     * --jar SUPPORT.jar --classpath <flink-avro...>} gives it: the job's configuration, the facts of
+     * the classes of its own jars ({@code ownJars}: the job jar and the support jar with the user
+     * classes; flink-avro and its dependencies, bundled for Avro state, are dependencies, not the
+     * job), in the scope export uses for the job's main class, the serializer modules its class
+     * loader (Flink's, the job's jars and what it bundles) can load, and the states it declares
+     * (DeclaredStates: the node field declared_states, where the line can read them).
      */
     static StreamGraphSpecExporter.Context exportContext(
-            Configuration conf, List<Path> jars, ClassLoader cl, StreamGraph sg) {
+            Configuration conf, List<Path> ownJars, ClassLoader cl, StreamGraph sg) {
+        // the node field declared_states, as export computes it (before user_classes, which then
+        // also describes the classes the declared states use); not on lines without shaded ASM 9
+        DeclaredStates declared = DeclaredStates.supported() ? new DeclaredStates(cl) : null;
         UserClassFacts.Scope scope = UserClassFacts.Scope.of(MAIN_CLASS, List.of(), List.of(sg));
-        UserClassFacts.Result classes =
-                UserClassFacts.scan(List.of(jars.get(0).toFile()), cl, UserClassFacts.DEFAULT_LIMIT, scope);
-        return new StreamGraphSpecExporter.Context(conf, classes, SerializerModules.probe(cl));
+        if (declared != null) {
+            scope.name(declared.typeObjects(sg));
+        }
+        List<java.io.File> files = new ArrayList<>();
+        for (Path p : ownJars) {
+            files.add(p.toFile());
+        }
+        UserClassFacts.Result classes = UserClassFacts.scan(files, cl, UserClassFacts.DEFAULT_LIMIT, scope);
+        return new StreamGraphSpecExporter.Context(conf, classes, SerializerModules.probe(cl), declared);
     }
 
     /**
@@ -380,42 +405,6 @@ final class StRunner implements AutoCloseable {
         return (TypeInformation<?>) vals.getMethod(method, String.class).invoke(null, type);
     }
 
-    /** Per operator: the key type and every state's type, as the job declares them. */
-    static Map<String, Object> declaredTypes(StPlan.Prog p, ClassLoader cl) throws Exception {
-        Map<String, Object> out = new LinkedHashMap<>();
-        Thread t = Thread.currentThread();
-        ClassLoader prev = t.getContextClassLoader();
-        t.setContextClassLoader(cl);
-        try {
-            for (StPlan.Seg s : p.segs) {
-                Map<String, Object> op = (Map<String, Object>) out.get(s.key());
-                for (StPlan.St st : p.states()) {
-                    if (st.seg != s) {
-                        continue;
-                    }
-                    if (op == null) {
-                        op = new LinkedHashMap<>();
-                        if (st.keyType != null) {
-                            op.put("key", declared(userInfo(cl, "keyInfo", st.keyType)));
-                        }
-                        op.put("states", new LinkedHashMap<String, Object>());
-                        out.put(s.key(), op);
-                    }
-                    TypeInformation<?> info = userInfo(cl, "info", st.type);
-                    if (st.kind.equals("REDUCING")) {
-                        info = Types.TUPLE(Types.LONG, info);
-                    }
-                    Map<String, Object> d = declared(info);
-                    d.put("state_kind", st.kind);
-                    ((Map<String, Object>) op.get("states")).put(st.name, d);
-                }
-            }
-        } finally {
-            t.setContextClassLoader(prev);
-        }
-        return out;
-    }
-
     static Map<String, Object> classDef(String jarVariant, String simple) {
         return StClasses.classDef(StClasses.jar(jarVariant).get(simple));
     }
@@ -444,6 +433,12 @@ final class StRunner implements AutoCloseable {
                 m.put("stored_as", "TUPLE2<LONG, " + st.type + ">");
             }
             m.put("registration", st.registration);
+            if (st.style != null) {
+                m.put("style", StStyles.style(st.style));
+                m.put("type_expr", StStyles.expr(st.style));
+                m.put("ttl", st.ttl);
+                m.put("ttl_config", StStyles.ttlConfig(st.ttl));
+            }
             if (vc != null) {
                 m.put("value_class_def", classDef(jarVariant, vc));
             }
@@ -465,10 +460,13 @@ final class StRunner implements AutoCloseable {
         Path jar1 = jars.jar(plan.jarV1);
         Map<String, Object> rec = new LinkedHashMap<>();
         String desc1 = plan.v1.describe();
-        List<Path> jobJars1 = jobJars(jar1, desc1);
+        String jobRel1 = jobJarRel(plan.caseId, "v1");
+        Path job1 = casesDir.resolve(jobRel1);
+        jars.jobJar(job1, desc1, plan.jarV1, plan.caseId);
+        List<Path> jobJars1 = jobJars(List.of(job1, jar1), desc1);
         try (URLClassLoader cl1 = loader(jobJars1)) {
             Configuration conf1 = jobConf(plan.runtime, caseDir, true);
-            Job j1 = build(cl1, jobJars1, desc1, conf1, plan.caseId + "/v1");
+            Job j1 = build(cl1, jobJars1, 2, desc1, conf1, plan.caseId + "/v1", true);
             long tBuilt = System.currentTimeMillis();
             Probes probes = install();
             JobID id = j1.jg.getJobID();
@@ -526,7 +524,7 @@ final class StRunner implements AutoCloseable {
             List<Object> facts = new ArrayList<>();
             sp.put("meta_read_by_v1_flink", StMeta.read(metadata, pointer, cl1, facts));
             sp.put("facts_read_by_v1_flink", facts);
-            Map<String, Object> declared1 = declaredTypes(plan.v1, cl1);
+            Map<String, Object> declared1 = j1.declared;
             long tInspect = System.currentTimeMillis();
 
             rec.put("case_id", plan.caseId);
@@ -538,10 +536,10 @@ final class StRunner implements AutoCloseable {
             rec.put("states_v2", statesList(plan.v2, plan.jarV2));
             rec.put("runtime", plan.runtime);
             rec.put("job_config_v1", confRecord(conf1));
-            Map<String, Object> prog1 = program(jarsRel, plan.jarV1, desc1);
-            prog1.put("bundled_jars", names(jobJars1));
+            Map<String, Object> prog1 = program(jobRel1, jarsRel, plan.jarV1, desc1);
+            prog1.put("bundled_jars", names(jobJars1, 2));
             rec.put("v1_program", prog1);
-            rec.put("v2_program", program(null, plan.jarV2, plan.v2.describe()));
+            rec.put("v2_program", program(null, jarsRel, plan.jarV2, plan.v2.describe()));
             rec.put("declared_types_v1", declared1);
             rec.put("records_before_savepoint", records);
             rec.put("savepoint", sp);
@@ -566,6 +564,7 @@ final class StRunner implements AutoCloseable {
             p1.put("case_dir", caseDir.toString());
             p1.put("v2_description", plan.v2.describe());
             p1.put("jar_v2", plan.jarV2);
+            p1.put("job_jar_v1", jobRel1);
             List<Object> expected = new ArrayList<>();
             for (StPlan.St s : plan.v2.states()) {
                 expected.add(List.of(s.probeKey(), s.expected(plan.v2)));
@@ -583,19 +582,30 @@ final class StRunner implements AutoCloseable {
         }
     }
 
-    /** The jars a job bundles besides its own (Maven file names; empty for jobs without Avro). */
-    static List<Object> names(List<Path> jobJars) {
+    /** The jars a job bundles besides its {@code own} (Maven file names; empty for jobs without Avro). */
+    static List<Object> names(List<Path> jobJars, int own) {
         List<Object> out = new ArrayList<>();
-        for (Path p : jobJars.subList(1, jobJars.size())) {
+        for (Path p : jobJars.subList(own, jobJars.size())) {
             out.add(p.getFileName().toString());
         }
         return out;
     }
 
-    static Map<String, Object> program(String jarsRel, String variant, String desc) {
+    /** A job jar's place in the set folder. */
+    static String jobJarRel(String caseId, String side) {
+        return "jobs/" + caseId + "-" + side + ".jar";
+    }
+
+    /**
+     * The program of one side: {@code jar} the job jar (StJob and the generated state functions;
+     * null until it is built), {@code classpath} the job's other own jar (the support jar of its
+     * user-class variant), both relative to the set folder.
+     */
+    static Map<String, Object> program(String jobRel, String jarsRel, String variant, String desc) {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("jar", jarsRel == null ? null : jarsRel + "/" + variant + ".jar");
+        m.put("jar", jobRel);
         m.put("jar_variant", variant);
+        m.put("classpath", List.of(jarsRel + "/" + variant + ".jar"));
         m.put("main_class", MAIN_CLASS);
         m.put("args", List.of(desc));
         return m;
@@ -649,7 +659,7 @@ final class StRunner implements AutoCloseable {
 
     /** Restores v2 from the snapshot phase v1 took; completes the record in place. */
     @SuppressWarnings("unchecked")
-    void runV2(Map<String, Object> rec, StJars jars, String jarsRel) throws Exception {
+    void runV2(Map<String, Object> rec, StJars jars, Path casesDir, String jarsRel) throws Exception {
         long t0 = System.currentTimeMillis();
         Map<String, Object> p1 = (Map<String, Object>) rec.get("_phase1");
         String caseId = (String) rec.get("case_id");
@@ -659,14 +669,26 @@ final class StRunner implements AutoCloseable {
         String desc2 = (String) p1.get("v2_description");
         Map<String, Object> rt = (Map<String, Object>) rec.get("runtime");
         Path jar2 = jars.jar(jarVariant);
-        ((Map<String, Object>) rec.get("v2_program")).put("jar", jarsRel + "/" + jarVariant + ".jar");
+        Map<String, Object> prog2 = (Map<String, Object>) rec.get("v2_program");
+        // v2's job jar; where it is byte for byte v1's (no declaration changed), v1's is the one
+        String jobRel2 = jobJarRel(caseId, "v2");
+        Path job2 = casesDir.resolve(jobRel2);
+        jars.jobJar(job2, desc2, jarVariant, caseId);
+        Path job1 = casesDir.resolve((String) p1.get("job_jar_v1"));
+        if (Files.isRegularFile(job1) && java.util.Arrays.equals(Files.readAllBytes(job1), Files.readAllBytes(job2))) {
+            Files.delete(job2);
+            job2 = job1;
+            jobRel2 = (String) p1.get("job_jar_v1");
+        }
+        prog2.put("jar", jobRel2);
+        prog2.put("classpath", List.of(jarsRel + "/" + jarVariant + ".jar"));
         Path local = Path.of(pointer.startsWith("file:") ? new URI(pointer).getPath() : pointer);
-        List<Path> jobJars2 = jobJars(jar2, desc2);
-        ((Map<String, Object>) rec.get("v2_program")).put("bundled_jars", names(jobJars2));
+        List<Path> jobJars2 = jobJars(List.of(job2, jar2), desc2);
+        prog2.put("bundled_jars", names(jobJars2, 2));
         try (URLClassLoader cl2 = loader(jobJars2)) {
             Configuration conf2 = jobConf(rt, caseDir, false);
             SavepointRestoreSettings.toConfiguration(SavepointRestoreSettings.forPath(pointer, false), conf2);
-            Job j2 = build(cl2, jobJars2, desc2, conf2, caseId + "/v2");
+            Job j2 = build(cl2, jobJars2, 2, desc2, conf2, caseId + "/v2", true);
             long tBuilt = System.currentTimeMillis();
             Probes probes = install();
             JobID id = j2.jg.getJobID();
@@ -718,16 +740,27 @@ final class StRunner implements AutoCloseable {
             long tDone = System.currentTimeMillis();
             String tasks = verdict.equals("FAILED") ? taskStates(id) : null;
             long after = probes.count.get();
+            Map<String, Object> afterRestore = null;
             if (verdict.equals("RESTORED")) {
-                cancelAndWait(id);
+                // what v2 keeps: its own savepoint (canonical) right after the probe, read with its classes
+                String p2 = mc.triggerSavepoint(id, caseDir.resolve("after-restore").toUri().toString(), true,
+                        org.apache.flink.core.execution.SavepointFormatType.CANONICAL).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                mc.requestJobResult(id).get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                Path l2 = Path.of(p2.startsWith("file:") ? new URI(p2).getPath() : p2);
+                afterRestore = StLoss.afterRestore(StMeta.read(Files.readAllBytes(l2.resolve("_metadata")), p2, cl2,
+                        new ArrayList<>()), operatorKeys(j2, StPlan.parse(desc2)));
             }
+            long tAfter = System.currentTimeMillis();
             probes.drain();
             byte[] metadata = Files.readAllBytes(local.resolve("_metadata"));
             List<Object> facts = new ArrayList<>();
             Map<String, Object> sp = (Map<String, Object>) rec.get("savepoint");
             sp.put("meta_read_by_v2_flink", StMeta.read(metadata, pointer, cl2, facts));
             sp.put("facts_read_by_v2_flink", facts);
-            Map<String, Object> declared2 = declaredTypesFromDescription(desc2, cl2);
+            if (afterRestore != null) {
+                sp.put("after_restore", afterRestore);
+            }
+            Map<String, Object> declared2 = j2.declared;
             long tInspect = System.currentTimeMillis();
 
             rec.put("flink_version_v2", StreamGraphSpecExporter.flinkVersionFull());
@@ -736,20 +769,28 @@ final class StRunner implements AutoCloseable {
             putError(rec, err, pointer, local.toString());
             rec.put("task_states", tasks);
             Map<String, Object> probe = new TreeMap<>();
-            boolean inconsistent = false;
             for (Map.Entry<String, Map<String, String>> e : new TreeMap<>(probes.probed).entrySet()) {
                 Map<String, Object> counts = new TreeMap<>();
                 for (String outcome : e.getValue().values()) {
                     String o = outcome.contains(":") ? outcome.substring(0, outcome.indexOf(':')) : outcome;
                     counts.merge(o, 1, (a, b) -> (Integer) a + (Integer) b);
-                    inconsistent |= o.equals(INCONSISTENT);
                 }
                 probe.put(e.getKey(), new LinkedHashMap<>(counts));
+            }
+            String valuesCheck = null;
+            if (verdict.equals("RESTORED")) {
+                valuesCheck = StLoss.classify(rec, probes.probed, expected, afterRestore);
+            } else {
+                for (String side : new String[] {"states_v1", "states_v2"}) {
+                    for (Object o : (List<Object>) rec.get(side)) {
+                        ((Map<String, Object>) o).put("restored", null);
+                    }
+                }
             }
             rec.put("notes", notes(rec, probes, expected, verdict, incomplete));
             rec.put("declared_types_v2", declared2);
             rec.put("state_probe", new LinkedHashMap<>(probe));
-            rec.put("values_check", verdict.equals("RESTORED") ? (inconsistent ? "inconsistent" : "ok") : null);
+            rec.put("values_check", valuesCheck);
             rec.put("records_after_restore", after);
             rec.put("v2", j2.spec);
             rec.put("v2_expected", j2.expected);
@@ -760,17 +801,15 @@ final class StRunner implements AutoCloseable {
                 tv2.put("v2_running_ms", tRunning - tBuilt);
             }
             tv2.put("v2_ms", tDone - tBuilt);
-            tv2.put("inspect_ms", tInspect - tDone);
+            if (afterRestore != null) {
+                tv2.put("after_savepoint_ms", tAfter - tDone);
+            }
+            tv2.put("inspect_ms", tInspect - tAfter);
             timing.put("v2", tv2);
             ((Map<String, Object>) rec.get("meta")).put("program_v2", desc2);
         } finally {
             cleanupJobs();
         }
-    }
-
-    /** Declared types of v2, from its description (phase v2 may run where the plan is not). */
-    static Map<String, Object> declaredTypesFromDescription(String desc, ClassLoader cl) throws Exception {
-        return declaredTypes(StPlan.parse(desc), cl);
     }
 
     @SuppressWarnings("unchecked")
@@ -790,8 +829,12 @@ final class StRunner implements AutoCloseable {
             for (Object o : (List<Object>) rec.get("states_v1")) {
                 Map<String, Object> s = (Map<String, Object>) o;
                 if (!v2.contains(s.get("operator_key") + "|" + s.get("state_name"))) {
+                    Map<String, Object> r = (Map<String, Object>) s.get("restored");
+                    Object kept = r == null ? null : r.get("kept_in_next_savepoint");
                     out.add("state '" + s.get("state_name") + "' of operator '" + s.get("operator_key")
-                            + "' is in the savepoint but v2 does not register it: silently dropped"
+                            + "' is in the savepoint but v2 does not register it: its values are never read"
+                            + (Boolean.TRUE.equals(kept) ? " (v2's own savepoint still holds the state)"
+                                    : Boolean.FALSE.equals(kept) ? " and v2's own savepoint no longer holds them" : "")
                             + " (allowNonRestoredState is not needed for state of a mapped operator)");
                 }
             }
@@ -802,6 +845,17 @@ final class StRunner implements AutoCloseable {
                     long absent = got == null ? 0 : got.values().stream().filter(ABSENT::equals).count();
                     out.add("state '" + s.get("state_name") + "' of operator '" + s.get("operator_key")
                             + "' is new in v2: starts empty (probe: " + absent + " first accesses found no state)");
+                }
+            }
+        }
+        if (verdict.equals("RESTORED")) {
+            for (Object o : (List<Object>) rec.get("states_v1")) {
+                Map<String, Object> s = (Map<String, Object>) o;
+                Map<String, Object> r = (Map<String, Object>) s.get("restored");
+                if (r != null && r.get("lost_fields") != null) {
+                    out.add("state '" + s.get("state_name") + "' of operator '" + s.get("operator_key") + "': values came back"
+                            + " without the fields " + r.get("lost_fields") + " of v1's " + s.get("value_class")
+                            + " (v2's class has none of that name): their saved values are lost");
                 }
             }
         }
@@ -823,6 +877,30 @@ final class StRunner implements AutoCloseable {
                 if (n < ((Number) e.get(1)).intValue()) {
                     out.add("probe incomplete: state " + e.get(0) + " was accessed for " + n + " of " + e.get(1)
                             + " keys/instances within " + ACCESS_TIMEOUT_MS / 1000 + " s of running");
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Operator id (hex) -> the program's operator key, for the operators of {@code p} that hold state. */
+    @SuppressWarnings("unchecked")
+    static Map<String, String> operatorKeys(Job j, StPlan.Prog p) {
+        Map<String, String> out = new LinkedHashMap<>();
+        Object ops = j.expected.get("operators");
+        if (!(ops instanceof Map)) {
+            return out;
+        }
+        for (StPlan.Seg s : p.segs) {
+            if (!(s.kind.equals("keyed") || s.kind.equals("ost") || s.kind.equals("win") || s.kind.equals("bc"))) {
+                continue;
+            }
+            for (org.apache.flink.streaming.api.graph.StreamNode n : j.sg.getStreamNodes()) {
+                boolean match = s.uid() != null ? s.uid().equals(n.getTransformationUID())
+                        : n.getTransformationUID() == null && s.f.get("name").equals(n.getOperatorName());
+                Object o = ((Map<String, Object>) ops).get(String.valueOf(n.getId()));
+                if (match && o instanceof Map) {
+                    out.put((String) ((Map<String, Object>) o).get("operator_id"), s.key());
                 }
             }
         }
