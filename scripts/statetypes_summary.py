@@ -47,6 +47,55 @@ def snapshot_label(c: dict[str, Any]) -> tuple[str, ...]:
     return rt["state_backend"], kind, rt["inline_threshold"]
 
 
+def declarations(cases: list[dict[str, Any]]) -> list[str]:
+    """The sets from seed 41 on: how states are declared, the declaration edits, what came back."""
+    decl = [c for c in cases if any("style" in s for s in c["states_v1"])]
+    if not decl:
+        return []
+    out: list[str] = []
+    for field, title in (("style", "declaration styles"), ("type_expr", "type expressions")):
+        n: Counter = Counter()
+        for c in decl:
+            for side in ("v1", "v2"):
+                for s in c[f"states_{side}"]:
+                    n[(s[field], side)] += 1
+        out += ["", f"{title} (states of v1 / v2):"]
+        for k in sorted({k for k, _ in n}):
+            out.append(f"  {k:20s} {n[(k, 'v1')]:4d} / {n[(k, 'v2')]:4d}")
+    g = defaultdict(list)
+    for c in decl:
+        for s in c["states_v1"]:
+            g[(s["backend"], s["state_kind"], s["registration"], "ttl" if s.get("ttl") else "-")].append(c)
+    out += table(
+        "v1 states by backend, kind, registration, TTL (cases, verdicts):",
+        {k: list({id(c): c for c in v}.values()) for k, v in g.items()},
+        lambda k: f"{k[0]:9s}{k[1]:12s}{k[2]:16s}{k[3]:4s}",
+    )
+    g = defaultdict(list)
+    for c in decl:
+        if c["subject"]["edit"] in ("ttl_on", "ttl_off", "ttl_changed"):
+            g[(c["subject"]["edit"], c["runtime"]["state_backend"])].append(c)
+    out += table("TTL edits (edit, backend):", g, lambda k: f"{k[0]:12s}{k[1]:9s}")
+    restored: Counter = Counter()
+    kept: Counter = Counter()
+    for c in decl:
+        if c["verdict"] != "RESTORED":
+            continue
+        for side in ("v1", "v2"):
+            for s in c[f"states_{side}"]:
+                r = s.get("restored") or {}
+                if side == "v2" and not str(r.get("outcome", "")).startswith("new"):
+                    continue
+                restored[(side, r.get("outcome"), str(r.get("lost")))] += 1
+                if r.get("outcome") == "not_declared":
+                    kept[(c["runtime"]["state_backend"], str(r.get("kept_in_next_savepoint")))] += 1
+    out += ["", "restored values (RESTORED cases; v1 states, and v2 states v1 did not have): side, outcome, lost -> states"]
+    out += [f"  {sd} {o:14s} lost={lost:5s} {k:5d}" for (sd, o, lost), k in sorted(restored.items(), key=str)]
+    out += ["  states v2 does not declare, still in v2's own savepoint (backend, kept) -> states: "
+            + ", ".join(f"{b} {k}: {n}" for (b, k), n in sorted(kept.items()))]
+    return out
+
+
 def summarize(path: Path, logs: list[Path] | None = None) -> str:
     cases = read_cases(path)
     n = len(cases)
@@ -131,6 +180,8 @@ def summarize(path: Path, logs: list[Path] | None = None) -> str:
     out += [f"  {v:22s} {o:14s} {k:6d}" for (v, o), k in sorted(probes.items())]
     checks = Counter(str(c["values_check"]) for c in cases)
     out.append(f"  values_check: {dict(sorted(checks.items()))}")
+
+    out += declarations(cases)
 
     notes: Counter = Counter()
     for c in cases:
