@@ -369,6 +369,7 @@ public final class DeclaredStates {
 
         /** The entry of a resolved descriptor. */
         Map<String, Object> describe(Object desc, String kind, String basis, String declaredIn, String unresolved) {
+            final Object declared = desc;
             String name = (String) (Refl.has(desc, "getName", 0) ? Refl.call(desc, "getName", null)
                     : Refl.call(desc, "getStateId", null));
             String snapshot = null;
@@ -377,6 +378,12 @@ public final class DeclaredStates {
             String why = unresolved;
             try {
                 initialise(desc, config);
+                Object v1 = v2ToV1(desc);
+                if (v1 != null) {
+                    // a v2 (async API / DataStream V2) descriptor: Flink's keyed backends register
+                    // it as this v1 one (AsyncKeyedStateBackendAdaptor): a list state's ListSerializer ...
+                    desc = v1;
+                }
                 Object ser;
                 if (kind.equals("OPERATOR_LIST") || kind.equals("OPERATOR_UNION_LIST")) {
                     ser = Refl.has(desc, "getElementSerializer", 0) ? Refl.call(desc, "getElementSerializer", null)
@@ -402,13 +409,13 @@ public final class DeclaredStates {
                     why = "building the state's serializer failed as it would in Flink: " + rootCause(e);
                 }
             }
-            Object ti = typeInfo(desc);
+            Object ti = typeInfo(declared);
             if (ti != null) {
                 types.add(ti);
             }
             Map<String, Object> e = entry(name, kind, snapshot, keySnapshot, basis, declaredIn, why);
             e.put("type_info", ti == null ? null : ti.toString());
-            e.put("ttl", ttl(Refl.call(desc, "getTtlConfig", null)));
+            e.put("ttl", ttl(Refl.call(declared, "getTtlConfig", null)));
             if (serializerClass != null) {
                 e.put("serializer", serializerClass);
             }
@@ -474,7 +481,9 @@ public final class DeclaredStates {
                 if (!(decls instanceof Collection)) {
                     continue;
                 }
-                for (Object d : (Collection<?>) decls) {
+                List<Object> sorted = new ArrayList<>((Collection<?>) decls);
+                sorted.sort(Comparator.comparing(d -> String.valueOf(Refl.call(d, "getName", null))));
+                for (Object d : sorted) { // usesStates() is usually a HashSet: by name, for a stable spec
                     out.add(declarationV2(d, where));
                 }
             }
@@ -667,6 +676,23 @@ public final class DeclaredStates {
                     return;
                 }
             }
+        }
+    }
+
+    /**
+     * A v2 StateDescriptor as Flink's keyed backends register it
+     * ({@code StateDescriptorUtils.transformFromV2ToV1}, Flink 2.x), or null (a v1 one, or no such method).
+     */
+    static Object v2ToV1(Object desc) {
+        if (!StateCode.isA(desc.getClass(), "org.apache.flink.api.common.state.v2.StateDescriptor")) {
+            return null;
+        }
+        try {
+            Class<?> u = Class.forName("org.apache.flink.runtime.state.v2.StateDescriptorUtils", false, StateCode.FLINK_LOADER);
+            Class<?> v2 = Class.forName("org.apache.flink.api.common.state.v2.StateDescriptor", false, StateCode.FLINK_LOADER);
+            return u.getMethod("transformFromV2ToV1", v2).invoke(null, desc);
+        } catch (Throwable e) {
+            return null;
         }
     }
 
