@@ -460,7 +460,7 @@ final class StRunner implements AutoCloseable {
         Path jar1 = jars.jar(plan.jarV1);
         Map<String, Object> rec = new LinkedHashMap<>();
         String desc1 = plan.v1.describe();
-        String jobRel1 = jobJarRel(plan.caseId, "v1");
+        String jobRel1 = jobJarRel(plan.caseId, "v1", plan.jarV1);
         Path job1 = casesDir.resolve(jobRel1);
         jars.jobJar(job1, desc1, plan.jarV1, plan.caseId);
         List<Path> jobJars1 = jobJars(List.of(job1, jar1), desc1);
@@ -591,9 +591,14 @@ final class StRunner implements AutoCloseable {
         return out;
     }
 
-    /** A job jar's place in the set folder. */
-    static String jobJarRel(String caseId, String side) {
-        return "jobs/" + caseId + "-" + side + ".jar";
+    /**
+     * A job jar's place in the set folder: {@code jobs/<case>/<side>/<variant>.jar}, the job jar of
+     * that side, compiled against the support jar of that variant (the file name is the variant, as
+     * the whole thin jar's was before seed 41: readers that take the variant from the jar's name
+     * still find it).
+     */
+    static String jobJarRel(String caseId, String side, String variant) {
+        return "jobs/" + caseId + "/" + side + "/" + variant + ".jar";
     }
 
     /**
@@ -670,13 +675,16 @@ final class StRunner implements AutoCloseable {
         Map<String, Object> rt = (Map<String, Object>) rec.get("runtime");
         Path jar2 = jars.jar(jarVariant);
         Map<String, Object> prog2 = (Map<String, Object>) rec.get("v2_program");
-        // v2's job jar; where it is byte for byte v1's (no declaration changed), v1's is the one
-        String jobRel2 = jobJarRel(caseId, "v2");
+        // v2's job jar; where it is byte for byte v1's (no declaration changed, the same variant),
+        // v1's is the one
+        String jobRel2 = jobJarRel(caseId, "v2", jarVariant);
         Path job2 = casesDir.resolve(jobRel2);
         jars.jobJar(job2, desc2, jarVariant, caseId);
         Path job1 = casesDir.resolve((String) p1.get("job_jar_v1"));
-        if (Files.isRegularFile(job1) && java.util.Arrays.equals(Files.readAllBytes(job1), Files.readAllBytes(job2))) {
+        if (job1.getFileName().equals(job2.getFileName()) && Files.isRegularFile(job1)
+                && java.util.Arrays.equals(Files.readAllBytes(job1), Files.readAllBytes(job2))) {
             Files.delete(job2);
+            Files.delete(job2.getParent());
             job2 = job1;
             jobRel2 = (String) p1.get("job_jar_v1");
         }
