@@ -470,7 +470,9 @@ final class StPlan {
      * (value type, kind, name, TTL, a state added or removed, the style of a declaration, user
      * classes) over the others, which all stay represented. In same-line sets every third index is
      * a user-class edit that walks through the class variants in turn ({@link #variantCycle}); the
-     * others draw their edit at random. Retries (another attempt's seed) keep the index's stratum.
+     * others draw their edit at random; in cross sets every sixth case walks through the class
+     * variants that change a declaration's meaning. Retries (another attempt's seed) keep the
+     * index's stratum.
      */
     static StPlan make(String caseId, String set, long caseSeed, int index) {
         Random r = new Random(caseSeed);
@@ -483,6 +485,13 @@ final class StPlan {
         if (set.equals("same") && index % 3 == 0) {
             List<String> variants = variantCycle();
             c.forcedVariant = variants.get((index / 3) % variants.size());
+            c.applyEdit(r, "class");
+        } else if (set.equals("cross") && index % 6 == 3) {
+            // cross sets: every sixth case one of the class variants that change what a
+            // declaration means for the saved values, in turn
+            List<String> variants = variantCycle();
+            variants = variants.subList(StClasses.jarVariants().size() - 1, variants.size());
+            c.forcedVariant = variants.get((index / 6) % variants.size());
             c.applyEdit(r, "class");
         } else {
             // none, key_type, class, value_type, state_kind, rename_state, add_state, remove_state, ordinary, ttl, restyle
