@@ -4,8 +4,9 @@ One job, ``StateStylesJob`` (harness/src/testjobs), declares state in every styl
 ``open()`` with a class literal, a ``TypeHint``, ``Types.*``, ``TypeInformation.of`` and TTL; a
 descriptor held in a field, one built in a helper method, a base class whose ``open()`` calls an
 overridden method, a CheckpointedFunction's operator list and union list, broadcast state, window
-aggregate and reduce, timers; and three declarations the exporter cannot resolve before the job runs
-(a name built at run time, a loop over a collection, a type from a method's argument). Its POJO lives
+aggregate and reduce, a window function's per-window and global state, serializer instances,
+timers; and three declarations the exporter cannot resolve before the job runs (a name built at
+run time, a loop over a collection, a type from a method's argument). Its POJO lives
 under ``org.apache.flink.training`` in the job jar.
 
 It is exported through the front door (``flink-jobgraph export``), then run for real on a Flink
@@ -177,7 +178,7 @@ def test_declared_serializers_are_the_bytes_flink_writes(run, line):
     run-time declarations) by an unresolved entry."""
     spec = run(line)["spec"]
     checked, not_declared = compare(spec, run(line)["saved"])
-    assert checked == 26
+    assert checked == 33
     assert not_declared == RUNTIME_ONLY
     helper = by_name(spec)["field-helper"]["declared_states"]
     assert sum(d["unresolved"] is not None for d in helper) == 3
@@ -233,8 +234,13 @@ def test_each_style_is_found_with_its_basis(run, line):
         assert w["count"]["declared_in"] == "org.apache.flink.streaming.api.windowing.triggers.CountTrigger#onElement"
         assert w["window-timers"]["kind"] == "TIMERS"
 
+    window_state = states("window-state")
+    assert (window_state["per-window"]["kind"], window_state["global"]["kind"]) == ("VALUE", "LIST")
+    assert window_state["per-window"]["declared_in"] == f"{job}$WindowStateFn#process"  # its context's windowState()
+
     helper = nodes["field-helper"]["declared_states"]
     resolved = {d["name"]: d for d in helper if d["unresolved"] is None}
+    assert resolved["by-serializer"]["type_info"] is None  # built from serializer instances
     assert resolved["last-ride"]["basis"] == "descriptor_object"
     assert resolved["last-ride"]["declared_in"] == f"{job}$FieldAndHelperFn.lastDesc"
     assert resolved["last-ride"]["registered_in"] == f"{job}$FieldAndHelperFn#flatMap"

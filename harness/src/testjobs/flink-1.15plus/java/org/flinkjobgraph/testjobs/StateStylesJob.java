@@ -14,6 +14,9 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.typeutils.base.ListSerializer;
+import org.apache.flink.api.common.typeutils.base.LongSerializer;
+import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.core.execution.JobClient;
@@ -25,6 +28,8 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.windows.GlobalWindow;
 import org.apache.flink.training.jobgraphtest.Opaque;
 import org.apache.flink.training.jobgraphtest.Ride;
 import org.apache.flink.util.Collector;
@@ -43,7 +48,8 @@ import java.util.concurrent.TimeUnit;
  * lazily in {@code flatMap}); a base class whose {@code open()} calls an overridden method ({@link
  * BaseRegisteredFn}); a CheckpointedFunction with operator list and union list state ({@link
  * Throttle}); broadcast state ({@link #RULES}); window aggregate and reduce (Flink's own window
- * state and the count trigger's). Its POJO lives under {@code org.apache.flink.training} in the job
+ * state and the count trigger's), a window function's per-window and global state, serializer
+ * instances ({@code StringSerializer.INSTANCE}, {@code new ListSerializer<>(...)}). Its POJO lives under {@code org.apache.flink.training} in the job
  * jar.
  *
  * <p>{@code args[0]}: {@code export} (default: {@code execute()}, which the exporter captures) or
@@ -72,6 +78,7 @@ public final class StateStylesJob {
         sink(keyed.connect(numbers.broadcast(RULES)).process(new RulesFn()).uid("broadcast").name("broadcast"));
         sink(keyed.countWindow(1_000_000).aggregate(new AvgAgg()).uid("window-aggregate").name("window-aggregate"));
         sink(keyed.countWindow(1_000_000).reduce(new SumReduce()).uid("window-reduce").name("window-reduce"));
+        sink(keyed.countWindow(2).process(new WindowStateFn()).uid("window-state").name("window-state"));
         if (mode.startsWith("run:")) {
             run(env, mode.substring("run:".length()));
         } else {
@@ -185,11 +192,14 @@ public final class StateStylesJob {
         private transient ValueState<Ride> last;
         private transient ListState<Long> seen;
         private transient ValueState<Opaque> opaque;
+        private transient MapState<String, List<Long>> bySerializer;
 
         @Override
         public void flatMap(Long v, Collector<Long> out) throws Exception {
             if (last == null) {
                 last = getRuntimeContext().getState(lastDesc);
+                bySerializer = getRuntimeContext().getMapState(new MapStateDescriptor<>(
+                        "by-serializer", StringSerializer.INSTANCE, new ListSerializer<>(LongSerializer.INSTANCE)));
                 seen = getRuntimeContext().getListState(seenDescriptor("ids"));
                 opaque = getRuntimeContext().getState(new ValueStateDescriptor<>("opaque", Opaque.class));
                 getRuntimeContext().getState(new ValueStateDescriptor<>("dyn-" + v.getClass().getSimpleName(), Long.class))
@@ -202,6 +212,7 @@ public final class StateStylesJob {
             last.update(new Ride(v, v * 2));
             seen.add(v);
             opaque.update(new Opaque(v));
+            bySerializer.put("k", Collections.singletonList(v));
         }
 
         private static ListStateDescriptor<Long> seenDescriptor(String suffix) {
@@ -229,6 +240,15 @@ public final class StateStylesJob {
         public Long map(Long v) throws Exception {
             byName.put("d" + (v % 3), new Ride(v, v));
             return v;
+        }
+    }
+
+    /** A window function with per-window and global keyed state (its context's KeyedStateStores). */
+    public static final class WindowStateFn extends ProcessWindowFunction<Long, Long, Long, GlobalWindow> {
+        @Override
+        public void process(Long key, Context ctx, Iterable<Long> elements, Collector<Long> out) throws Exception {
+            ctx.windowState().getState(new ValueStateDescriptor<>("per-window", Long.class)).update(key);
+            ctx.globalState().getListState(new ListStateDescriptor<>("global", Types.STRING)).add("k" + key);
         }
     }
 
