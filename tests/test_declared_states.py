@@ -5,8 +5,8 @@ One job, ``StateStylesJob`` (harness/src/testjobs), declares state in every styl
 descriptor held in a field, one built in a helper method, a base class whose ``open()`` calls an
 overridden method, a CheckpointedFunction's operator list and union list, broadcast state, window
 aggregate and reduce, a window function's per-window and global state, serializer instances,
-timers; and three declarations the exporter cannot resolve before the job runs (a name built at
-run time, a loop over a collection, a type from a method's argument). Its POJO lives
+timers; and four declarations the exporter cannot resolve before the job runs (a name built at
+run time, a loop over a collection, a type from a method's argument, a lambda). Its POJO lives
 under ``org.apache.flink.training`` in the job jar.
 
 It is exported through the front door (``flink-jobgraph export``), then run for real on a Flink
@@ -42,7 +42,7 @@ LINES = ("2.3", "1.20")
 MAIN = "org.flinkjobgraph.testjobs.StateStylesJob"
 TTL_SNAPSHOT = "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot"
 # what the job's three run-time declarations register when it runs (the exporter cannot know them)
-RUNTIME_ONLY = {"dyn-Long", "extra-a", "extra-b", "typed"}
+RUNTIME_ONLY = {"dyn-Long", "extra-a", "extra-b", "typed", "via-lambda"}
 KEYED_KINDS = {"VALUE", "LIST", "MAP", "REDUCING", "AGGREGATING"}
 OPERATOR_MODES = {"OPERATOR_LIST": "SPLIT_DISTRIBUTE", "OPERATOR_UNION_LIST": "UNION", "BROADCAST": "BROADCAST"}
 
@@ -181,7 +181,7 @@ def test_declared_serializers_are_the_bytes_flink_writes(run, line):
     assert checked == 33
     assert not_declared == RUNTIME_ONLY
     helper = by_name(spec)["field-helper"]["declared_states"]
-    assert sum(d["unresolved"] is not None for d in helper) == 3
+    assert sum(d["unresolved"] is not None for d in helper) == 4
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -247,9 +247,10 @@ def test_each_style_is_found_with_its_basis(run, line):
     assert (resolved["seen-ids"]["kind"], resolved["seen-ids"]["basis"]) == ("LIST", "bytecode")  # "seen-" + "ids"
     assert resolved["opaque"]["type_info"] == "GenericType<org.apache.flink.training.jobgraphtest.Opaque>"
     unresolved = [d for d in helper if d["unresolved"] is not None]
-    assert [d["name"] for d in unresolved] == [None, None, "typed"]
+    assert [d["name"] for d in unresolved] == [None, None, "typed", None]
     assert all(d["kind"] == "VALUE" and d["basis"] == "bytecode" for d in unresolved)
-    name_at_run_time, loop, typed = (d["unresolved"] for d in unresolved)
+    name_at_run_time, loop, typed, lambda_ = (d["unresolved"] for d in unresolved)
+    assert "does not reach" in lambda_ and f"{job}$FieldAndHelperFn#lambda$" in lambda_  # the safety net
     assert "a name built at run time in " + f"{job}$FieldAndHelperFn#flatMap" in name_at_run_time
     assert "a loop" in loop and f"{job}$FieldAndHelperFn#flatMap" in loop
     assert f"{job}$FieldAndHelperFn#registerTyped" in typed and "parameter 1" in typed

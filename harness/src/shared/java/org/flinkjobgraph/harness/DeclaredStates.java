@@ -377,6 +377,9 @@ public final class DeclaredStates {
             String serializerClass = null;
             String why = unresolved;
             try {
+                // a copy (as the task's is: Flink deserializes the function with its descriptors),
+                // so that the job's own objects stay as main() left them
+                desc = copy(desc);
                 initialise(desc, config);
                 Object v1 = v2ToV1(desc);
                 if (v1 != null) {
@@ -676,6 +679,18 @@ public final class DeclaredStates {
                     return;
                 }
             }
+        }
+    }
+
+    /** A serialized copy of a descriptor (InstantiationUtil.clone with the context loader), else itself. */
+    static Object copy(Object desc) {
+        try {
+            Class<?> u = Class.forName("org.apache.flink.util.InstantiationUtil", false, StateCode.FLINK_LOADER);
+            Object c = u.getMethod("clone", java.io.Serializable.class, ClassLoader.class)
+                    .invoke(null, desc, Thread.currentThread().getContextClassLoader());
+            return c != null ? c : desc;
+        } catch (Throwable e) {
+            return desc;
         }
     }
 

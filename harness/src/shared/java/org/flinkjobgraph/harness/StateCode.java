@@ -274,8 +274,10 @@ final class StateCode {
     final Object executionConfig;
     /** Class#method#desc#index of every declaration call site in code that was analysed. */
     final Set<String> coveredSites = new HashSet<>();
-    /** Classes whose methods were analysed for the current node (the safety net scans their other methods). */
+    /** Classes whose methods were analysed. */
     final Set<String> analysedClasses = new java.util.LinkedHashSet<>();
+    /** The runtime classes of the current node's user objects (the safety net scans their hierarchies). */
+    final List<Class<?>> nodeRoots = new ArrayList<>();
     /** Descriptor objects configured only on some paths (a TTL set in a branch), with why. */
     final Map<Object, String> uncertain = new IdentityHashMap<>();
 
@@ -474,10 +476,8 @@ final class StateCode {
     List<Decl> analyseObject(Object obj, boolean flinkMode, boolean flinkFunction) {
         List<Decl> out = new ArrayList<>();
         Class<?> c = obj.getClass();
-        for (Class<?> k = c; k != null; k = k.getSuperclass()) {
-            if (isJob(k)) {
-                analysedClasses.add(k.getName());
-            }
+        if (!flinkMode && !nodeRoots.contains(c)) {
+            nodeRoots.add(c);
         }
         Set<String> entries = new java.util.LinkedHashSet<>();
         if (flinkFunction) {
@@ -537,7 +537,7 @@ final class StateCode {
 
     /** Starts the analysis of another node: the safety net looks at that node's classes only. */
     void beginNode() {
-        analysedClasses.clear();
+        nodeRoots.clear();
     }
 
     /**
@@ -599,50 +599,55 @@ final class StateCode {
     List<Decl> unreachedSites() {
         List<Decl> out = new ArrayList<>();
         Set<String> reported = new HashSet<>();
-        for (String cname : new ArrayList<>(analysedClasses)) {
-            Class<?> c = null;
-            try {
-                c = Class.forName(cname, false, loader);
-            } catch (Throwable e) {
-                continue;
-            }
-            if (!isJob(c)) {
-                continue;
-            }
-            ClassNode cn = node(c);
-            if (cn == null) {
-                continue;
-            }
-            for (MethodNode m : cn.methods) {
-                AbstractInsnNode[] insns = m.instructions.toArray();
-                for (int i = 0; i < insns.length; i++) {
-                    if (!(insns[i] instanceof MethodInsnNode)) {
-                        continue;
-                    }
-                    MethodInsnNode mi = (MethodInsnNode) insns[i];
-                    String[] k = declarationKind(mi);
-                    if (k == null) {
-                        continue;
-                    }
-                    String site = cname + "#" + m.name + m.desc + "#" + i;
-                    if (coveredSites.contains(site) || !reported.add(site)) {
-                        continue;
-                    }
-                    Decl d = new Decl();
-                    d.kind = k[0].equals("DESC") || k[0].equals("TIMER_REGISTER") ? null : k[0];
-                    if (k[0].equals("TIMER_REGISTER")) {
-                        d.kind = "TIMERS";
-                        d.registersTimer = mi.name.contains("Processing") ? "processing" : "event";
-                    }
-                    d.site = cname + "#" + m.name;
-                    d.unresolved = "the state declared in " + simple(c) + "#" + m.name + " (" + mi.name
-                            + ") is in a method that the code Flink calls does not reach with known arguments"
-                            + " (a lambda, a method of an object not in a field, or a call through an interface)";
-                    out.add(d);
-                }
+        for (Class<?> root : nodeRoots) {
+            for (Class<?> c = root; c != null && isJob(c); c = c.getSuperclass()) {
+                unreachedSites(root, c, reported, out);
             }
         }
         return out;
+    }
+
+    private void unreachedSites(Class<?> root, Class<?> c, Set<String> reported, List<Decl> out) {
+        String cname = c.getName();
+        ClassNode cn = node(c);
+        if (cn == null) {
+            return;
+        }
+        for (MethodNode m : cn.methods) {
+            // a method the object's own class overrides is never run for it
+            if ((m.access & Opcodes.ACC_STATIC) == 0 && !m.name.startsWith("<")) {
+                Object[] r = resolve(root, m.name, m.desc);
+                if (r != null && r[0] != c) {
+                    continue;
+                }
+            }
+            AbstractInsnNode[] insns = m.instructions.toArray();
+            for (int i = 0; i < insns.length; i++) {
+                if (!(insns[i] instanceof MethodInsnNode)) {
+                    continue;
+                }
+                MethodInsnNode mi = (MethodInsnNode) insns[i];
+                String[] k = declarationKind(mi);
+                if (k == null) {
+                    continue;
+                }
+                String site = cname + "#" + m.name + m.desc + "#" + i;
+                if (coveredSites.contains(site) || !reported.add(site)) {
+                    continue;
+                }
+                Decl d = new Decl();
+                d.kind = k[0].equals("DESC") || k[0].equals("TIMER_REGISTER") ? null : k[0];
+                if (k[0].equals("TIMER_REGISTER")) {
+                    d.kind = "TIMERS";
+                    d.registersTimer = mi.name.contains("Processing") ? "processing" : "event";
+                }
+                d.site = cname + "#" + m.name;
+                d.unresolved = "the state declared in " + simple(c) + "#" + m.name + " (" + mi.name
+                        + ") is in a method that the code Flink calls does not reach with known arguments"
+                        + " (a lambda, a method of an object not in a field, or a call through an interface)";
+                out.add(d);
+            }
+        }
     }
 
     /**

@@ -34,10 +34,13 @@ import org.apache.flink.training.jobgraphtest.Opaque;
 import org.apache.flink.training.jobgraphtest.Ride;
 import org.apache.flink.util.Collector;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * A job that declares state in every style users write (tests/test_declared_states.py): in
@@ -184,7 +187,7 @@ public final class StateStylesJob {
     /**
      * States registered lazily on the first record: a descriptor held in a field, one built in a
      * helper method, a Kryo class (registered with Kryo in main()), a name built at run time, a loop
-     * over a collection, a type from a method's argument (the last three: unresolved).
+     * over a collection, a type from a method's argument, one in a lambda (the last four: unresolved).
      */
     public static final class FieldAndHelperFn extends RichFlatMapFunction<Long, Long> {
         private final ValueStateDescriptor<Ride> lastDesc = new ValueStateDescriptor<>("last-ride", Ride.class);
@@ -208,6 +211,14 @@ public final class StateStylesJob {
                     getRuntimeContext().getState(new ValueStateDescriptor<>(n, Long.class)).update(v);
                 }
                 registerTyped("typed", TypeInformation.of(v.getClass()), v);
+                Consumer<Long> viaLambda = x -> {
+                    try {
+                        getRuntimeContext().getState(new ValueStateDescriptor<>("via-lambda", Long.class)).update(x);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                };
+                viaLambda.accept(v);
             }
             last.update(new Ride(v, v * 2));
             seen.add(v);
