@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline.options": set(),
     "pipeline.worker_daemon": set(),  # it imports the worker modules by name, at its start
     "pipeline.runner": _PIPELINE_BASE | {"pipeline.tables"},
-    "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink", "udfs.restore", "udfs.savepoint"},
+    "pipeline.tables": _PIPELINE_BASE | {"udfs.spec", "udfs.flink", "udfs.savepoint"},
     "pipeline.compute": _COMMANDS | {"pipeline.tables", "udfs.errors", "udfs.spec", "udfs.flink", "udfs.compute"},
     "pipeline.restore": _COMMANDS
     | {"pipeline.tables", "pipeline.compute", "pipeline.export"}

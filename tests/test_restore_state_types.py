@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from udfs.restore import state_rules as sr
+from udfs.restore.check_rows import restore_check_row
 from udfs.savepoint.metadata import parse_metadata
 from udfs.savepoint.state_meta import decode_operator_states, local_file_reader
 from udfs.savepoint.state_rows import state_rows
@@ -103,7 +104,7 @@ def _expected(case: dict, folder: Path) -> tuple[dict, sr.StateDecision]:
         object.__setattr__(op, "key_type", None)
     d = sv.decide(ci)
     t = ci.topology
-    row = sr.restore_check_row({}, t.verdict, t.failure, t.operator_id, t.message, t.dropped_operator_ids, d)
+    row = restore_check_row({}, t.verdict, t.failure, t.operator_id, t.message, t.dropped_operator_ids, d)
     return row, d
 
 

@@ -23,9 +23,11 @@ from typing import Any
 
 import pytest
 
+from pipeline.tables.columns import CHECK_EXTRA_COLUMNS, FIX_COLUMNS
 from tests import state_vectors as sv
 from udfs.restore import state_fixes as sf
 from udfs.restore import state_rules as sr
+from udfs.restore.check_rows import fix_rows, restore_check_row
 from udfs.savepoint.serializer_snapshots import KRYO, POJO, PojoField, SnapshotNode
 from udfs.savepoint.state_meta import KeyedProxy, OperatorProxy, OperatorStateTypes, StateMetaInfo, SubtaskProxy
 from udfs.savepoint.state_rows import STATE_COLUMNS, state_rows
@@ -230,8 +232,8 @@ def test_every_failure_has_advice(judged):
         for p in j.decision.problems:
             if p.verdict != sr.RESTORES:
                 assert sf.advice_for(p), (j.case["case_id"], p.failure, p.cause)
-        rows = sf.fix_rows({"check_id": j.case["case_id"]}, j.decision.problems)
-        assert all(set(sf.FIX_COLUMNS) <= set(r) for r in rows)
+        rows = fix_rows({"check_id": j.case["case_id"]}, j.decision.problems)
+        assert all(set(FIX_COLUMNS) <= set(r) for r in rows)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -577,23 +579,23 @@ def test_one_restore_checks_row_for_both_halves():
     head = {"check_id": "c", "savepoint": "sp", "graph_id": "g"}
     ops = {A: keyed_op(A, simple("Long"), {})}
     failing = sr.decide_states(ops, {A: sr.NewOperator(A, key_serializer=simple("Int"))}, CTX23)
-    row = sr.restore_check_row(head, sr.RESTORES, None, None, None, [], failing)
+    row = restore_check_row(head, sr.RESTORES, None, None, None, [], failing)
     assert (row["verdict"], row["failure"], row["operator_id"], row["failure_stage"]) == (
         sr.FAILS,
         sr.KEY_SERIALIZER_INCOMPATIBLE,
         A,
         sr.TASK_RESTORE,
     )
-    assert set(sr.CHECK_EXTRA_COLUMNS) <= set(row) and row["decidable"]
+    assert set(CHECK_EXTRA_COLUMNS) <= set(row) and row["decidable"]
     # the JobMaster's checks come first
-    row = sr.restore_check_row(head, sr.FAILS, "UNMAPPED_STATE", C, "Failed to rollback", [], failing)
+    row = restore_check_row(head, sr.FAILS, "UNMAPPED_STATE", C, "Failed to rollback", [], failing)
     assert (row["failure"], row["failure_stage"]) == ("UNMAPPED_STATE", sr.JOB_INIT)
     undecided = sr.decide_states(
         {A: keyed_op(A, simple("Long"), {"g": ("VALUE", kryo("x.G"))})},
         {A: sr.NewOperator(A)},
         sr.StateContext(1, 2, "hashmap"),
     )
-    row = sr.restore_check_row(head, sr.RESTORES, None, None, None, [], undecided)
+    row = restore_check_row(head, sr.RESTORES, None, None, None, [], undecided)
     assert row["verdict"] == sr.RESTORES and row["decidable"] is False
     assert row["undecidable_reasons"][0].startswith(sr.KRYO2_VALUES_ON_KRYO5)
 
@@ -610,7 +612,7 @@ def test_advice_texts():
     codes = [a.code for a in sf.advice_for(p)]
     assert codes == ["REWRITE_ON_1X_WITH_EXPLICIT_TYPES", "DROP_STATE"]
     assert all(a.needs_real_restore for a in sf.advice_for(p))
-    rows = sf.fix_rows({"check_id": "c"}, [p])
+    rows = fix_rows({"check_id": "c"}, [p])
     assert rows[0]["reasons"] == [sr.KRYO_COLLECTION_ON_2X] and rows[0]["patch_field"] is None
     assert set(sf.NOT_FIXES) >= {"KEEP_KRYO_ON_2X", "TYPE_HINT_OR_TYPES_LIST_ON_2X"}
 

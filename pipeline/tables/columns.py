@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from udfs.restore.state_fixes import FIX_COLUMNS
-from udfs.restore.state_rules import CHECK_EXTRA_COLUMNS, PROBLEM_COLUMNS
 from udfs.savepoint.state_rows import STATE_COLUMNS
 
 OPERATOR_COLUMNS = [
@@ -62,8 +60,19 @@ JOB_EDGE_COLUMNS = [
     "exchange_mode",
 ]
 
-# The restore tables (SPEC section 5 and what the check adds); every row starts with CHECK_KEY.
+# The restore tables (SPEC section 5 and what the check adds); every row starts with CHECK_KEY. Their
+# rows are built by udfs/restore/check_rows.py (tests/test_restore_check.py holds them to these).
 CHECK_KEY = ["check_id", "savepoint", "graph_id"]
+# what restore_checks adds to SPEC section 5's columns, for the state half (restore_check_row)
+CHECK_EXTRA_COLUMNS = [
+    "failure_stage",  # where Flink fails: job_init / task_restore / task_running
+    "state_name",
+    "error_class",
+    "decidable",
+    "undecidable_reasons",
+    "taken_as_unchanged",
+    "states_checked_in_user_code",
+]
 RESTORE_CHECKS_COLUMNS = [
     *CHECK_KEY,
     "verdict",
@@ -71,10 +80,30 @@ RESTORE_CHECKS_COLUMNS = [
     "operator_id",
     "message",
     "dropped_operator_ids",
-    *CHECK_EXTRA_COLUMNS,  # where Flink fails (job_init / task_restore / task_running), the state ...
+    *CHECK_EXTRA_COLUMNS,
     "savepoint_graph_id",  # the manifest's: the job version that took the savepoint (null: not given)
 ]
-# One row per state-type problem of a check (the state half: udfs/restore/state_rules.py).
+# One row per state-type problem of a check: the fields of udfs/restore/state_problems.StateProblem.
+PROBLEM_COLUMNS = [
+    "verdict",  # FAILS / NOT_DECIDABLE / RESTORES (a warning that does not change the verdict)
+    "failure",
+    "cause",
+    "operator_id",
+    "state_name",
+    "backend",
+    "state_kind",
+    "field_path",
+    "error_class",
+    "message",
+    "failure_stage",
+    "basis",
+    "assumes",
+    "certain",
+    "uncertain",
+    "undecidable_reason",
+    "reported",
+    "order",
+]
 STATE_PROBLEMS_COLUMNS = [*CHECK_KEY, *PROBLEM_COLUMNS]
 # One row per saved state of a savepoint (udfs/savepoint/state_rows.py).
 SAVEPOINT_STATES_COLUMNS = list(STATE_COLUMNS)
@@ -92,7 +121,35 @@ MATCHES_COLUMNS = [
     "name",
     "uid",
 ]
-FIXES_COLUMNS = [*CHECK_KEY, *FIX_COLUMNS]  # a fix row's columns: udfs/restore/state_fixes.py
+# a restore_fixes row after its check key: the topology fixes (udfs/restore/fixes.py, proven by
+# check_rows) and the state half's advice (udfs/restore/state_fixes.py)
+FIX_COLUMNS = [
+    "operator_id",  # the saved operator (or the vertex) it is about
+    "old_node_id",
+    "old_name",
+    "old_uid",
+    "counterpart_node_id",
+    "counterpart_name",
+    "counterpart_uid",
+    "counterpart_operator_id",
+    "reasons",
+    "fix_code",
+    "patch_node_id",
+    "patch_field",
+    "patch_value",
+    "proof_round",  # the round that proposed it (1 = from the graph as given)
+    "verified",  # the graph with all of the check's fixes restores
+    "verified_verdict",
+    "verified_failure",
+    # state-type advice (no spec patch proves it)
+    "state_name",
+    "field_path",
+    "advice_code",
+    "advice_basis",  # what the advice rests on: flink_source, real_restores, no
+    "needs_real_restore",
+    "evidence",
+]
+FIXES_COLUMNS = [*CHECK_KEY, *FIX_COLUMNS]
 SAVEPOINT_OPERATORS_COLUMNS = [  # SPEC section 5, then what the reader adds
     "savepoint",
     "format_version",

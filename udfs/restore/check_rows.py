@@ -18,16 +18,16 @@ time, the proofs were half of a 1,000-check run's decide (20 ms a graph, docs/be
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from udfs.compute.one_graph import GraphRecords, compute_many
 from udfs.errors import CodedError
 from udfs.restore import fixes as rf
 from udfs.restore import rules as rr
-from udfs.restore import state_fixes as sf
 from udfs.restore import state_rules as sr
+from udfs.restore.state_fixes import advice_for
 from udfs.savepoint.state_streams import StreamHead, operator_states
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy", "max_parallelism"]
@@ -166,51 +166,20 @@ def _check_steps(
         items.setdefault(k, []).append(json.loads(p))
     check = items["check"][0]
     head = {k: check.get(k) for k in CHECK_KEY}
-
-    def result(verdict: str, failure: str | None, op: str | None, msg: str | None, dropped: list[str]) -> tuple:
-        row = {**head, "verdict": verdict, "failure": failure, "operator_id": op, "message": msg,
-               "dropped_operator_ids": dropped, "savepoint_graph_id": check.get("savepoint_graph_id")}  # fmt: skip
-        return ("restore_checks", json.dumps(row))
-
-    reason = check.get("error")
-    if reason is None and not items.get("vx"):
-        reason = "unknown graph: no job vertices for " + str(check.get("graph_id"))
-    if reason is None and not items.get("sp"):
-        reason = "savepoint has no operator states: " + str(check.get("savepoint"))
-    version = check.get("flink_version")
-    prof = rr.RestoreProfile.for_line(version)
-    if reason is None and prof is None:
-        reason = f"no restore rules for Flink {version}"
-    if reason is not None:  # the reason is the message too: an ERROR row always says why
-        return [result(rr.ERROR, reason, None, reason, [])]
-    assert prof is not None
+    prof, reason = _profile(check, items)
+    if prof is None:  # the reason is the message too: an ERROR row always says why
+        row = {**head, "verdict": rr.ERROR, "failure": reason, "operator_id": None, "message": reason,
+               "dropped_operator_ids": [], "savepoint_graph_id": check.get("savepoint_graph_id")}  # fmt: skip
+        return [("restore_checks", json.dumps(row))]
 
     saved = saved_operators(items["sp"])
     new_vertices = vertices(items["vx"])
     allow = bool(check.get("allow_non_restored_state"))
     d = rr.decide(saved, new_vertices, allow, prof, external_pointer(check, items["sp"]))
-    state = _state_half(check, items, d, saved)
-    row = sr.restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
-    row["savepoint_graph_id"] = check.get("savepoint_graph_id")
-    out = [("restore_checks", json.dumps(row))]
-    if state is not None:
-        out += [("restore_state_problems", json.dumps(p.to_row(head))) for p in state.problems]
-        for f in sf.fix_rows(head, state.problems):
-            f["advice_basis"], f["verified"] = f.pop("verified"), None
-            out.append(("restore_fixes", json.dumps(f)))
-
+    out = _decision_rows(head, check, items, d, saved)
     new = _view(items, "", bool(check.get("chaining_enabled", True)))
     old = _view(items, "old_", bool(check.get("old_chaining_enabled", True)))
-    nodes = {n.operator_id: n for n in new.nodes} if new else {}
-    for o in d.operators:
-        s = saved[o.operator_index]
-        n = nodes.get(o.generated_operator_id) if o.generated_operator_id else None
-        row = {**head, "operator_index": o.operator_index, "operator_id": o.operator_id, "has_state": s.has_state,
-               "state_size": s.state_size, "saved_max_parallelism": s.max_parallelism, "status": o.status,
-               "matched_via": o.matched_via, "jobvertex_id": o.jobvertex_id, "node_id": n.node_id if n else None,
-               "name": n.name if n else None, "uid": n.uid if n else None}  # fmt: skip
-        out.append(("restore_operator_matches", json.dumps(row)))
-
+    out += _match_rows(head, d, saved, new)
     if new is None:
         return out
     fixes = plan_fixes(saved, new_vertices, old, new, items.get("sp", []))
@@ -221,16 +190,60 @@ def _check_steps(
         proof = yield from proof_steps(spec, fixes, saved, allow, prof, pointer, old, items.get("sp", []))
     # With allowNonRestoredState the job starts, and the state of the operators it cannot map is
     # dropped: the fixes then say how to keep that state, and say so.
-    dropped = d.verdict == rr.RESTORES and allow
+    dropped = d.dropped_operator_ids if d.verdict == rr.RESTORES and allow else []
     for f, rnd in proof.fixes if proof else [(f, 1) for f in fixes]:
         row = {**fix_row(head, f), "proof_round": rnd, "verified": None, "verified_verdict": None,
                "verified_failure": None}  # fmt: skip
-        if dropped and f.operator_id in d.dropped_operator_ids:
+        if f.operator_id in dropped:
             row["reasons"] = [STATE_DROPPED, *row["reasons"]]
         if proof:
             row.update(verified=proof.verdict == rr.RESTORES, verified_verdict=proof.verdict,
                        verified_failure=proof.failure)  # fmt: skip
         out.append(("restore_fixes", json.dumps(row)))
+    return out
+
+
+def _profile(check: dict[str, Any], items: dict[str, list[dict]]) -> tuple[rr.RestoreProfile | None, str | None]:
+    """The restore rules of the new graph's Flink line, or why the check cannot be decided."""
+    reason = check.get("error")
+    if reason is None and not items.get("vx"):
+        reason = "unknown graph: no job vertices for " + str(check.get("graph_id"))
+    if reason is None and not items.get("sp"):
+        reason = "savepoint has no operator states: " + str(check.get("savepoint"))
+    version = check.get("flink_version")
+    prof = rr.RestoreProfile.for_line(version)
+    if reason is None and prof is None:
+        reason = f"no restore rules for Flink {version}"
+    return (prof, None) if reason is None else (None, reason)
+
+
+def _decision_rows(
+    head: dict[str, Any], check: dict[str, Any], items: dict[str, list[dict]], d: rr.Decision,
+    saved: list[rr.SavedOperator],
+) -> Rows:  # fmt: skip
+    """The check's ``restore_checks`` row (both halves), and the state half's problems and advice."""
+    state = _state_half(check, items, d, saved)
+    row = restore_check_row(head, d.verdict, d.failure, d.operator_id, d.message, d.dropped_operator_ids, state)
+    row["savepoint_graph_id"] = check.get("savepoint_graph_id")
+    out = [("restore_checks", json.dumps(row))]
+    if state is not None:
+        out += [("restore_state_problems", json.dumps(problem_row(head, p))) for p in state.problems]
+        out += [("restore_fixes", json.dumps(f)) for f in fix_rows(head, state.problems)]
+    return out
+
+
+def _match_rows(head: dict[str, Any], d: rr.Decision, saved: list[rr.SavedOperator], new: rf.GraphView | None) -> Rows:
+    """``restore_operator_matches``: each saved operator, what became of it and the node it went to."""
+    nodes = {n.operator_id: n for n in new.nodes} if new else {}
+    out = []
+    for o in d.operators:
+        s = saved[o.operator_index]
+        n = nodes.get(o.generated_operator_id) if o.generated_operator_id else None
+        row = {**head, "operator_index": o.operator_index, "operator_id": o.operator_id, "has_state": s.has_state,
+               "state_size": s.state_size, "saved_max_parallelism": s.max_parallelism, "status": o.status,
+               "matched_via": o.matched_via, "jobvertex_id": o.jobvertex_id, "node_id": n.node_id if n else None,
+               "name": n.name if n else None, "uid": n.uid if n else None}  # fmt: skip
+        out.append(("restore_operator_matches", json.dumps(row)))
     return out
 
 
@@ -291,6 +304,98 @@ def _state_half(
     )
     _unreadable_streams(decision, states, matched)
     return decision
+
+
+def restore_check_row(
+    head: Mapping[str, Any],
+    verdict: str,
+    failure: str | None,
+    operator_id: str | None,
+    message: str | None,
+    dropped: Sequence[str],
+    state: sr.StateDecision | None,
+) -> dict[str, Any]:
+    """A ``restore_checks`` row from the topology half's result and the state half's decision,
+    with SPEC section 5's columns and meaning unchanged and the state half's columns added. The
+    JobMaster's checks run before any task: a topology failure is the one reported (stage
+    ``job_init``). Else a state failure is (its kind, operator, message, stage). ``verdict`` keeps
+    its three values: when the state half cannot decide, the row says RESTORES (nothing certainly
+    fails) with ``decidable`` false and the reasons."""
+    row: dict[str, Any] = {
+        **head,
+        "verdict": verdict,
+        "failure": failure,
+        "operator_id": operator_id,
+        "message": message,
+        "dropped_operator_ids": list(dropped),
+        "failure_stage": sr.JOB_INIT if verdict == sr.FAILS else None,
+        "state_name": None,
+        "error_class": None,
+        "decidable": True,
+        "undecidable_reasons": None,
+        "taken_as_unchanged": None,
+        "states_checked_in_user_code": None,
+    }
+    if state is None or verdict != sr.RESTORES:
+        return row
+    row["taken_as_unchanged"] = list(state.taken_as_unchanged)
+    row["states_checked_in_user_code"] = len(state.depends_on_user_code)
+    if state.verdict == sr.FAILS:
+        # the reported state failure, in the topology half's columns and the state half's
+        row.update(verdict=sr.FAILS, failure=state.failure, operator_id=state.operator_id, message=state.message)
+        row.update(failure_stage=state.failure_stage, state_name=state.state_name, error_class=state.error_class)
+        row["undecidable_reasons"] = [f"{k}: {v}" for k, v in state.uncertain.items()] or None
+    elif state.verdict == sr.NOT_DECIDABLE:
+        row["decidable"] = False
+        row["undecidable_reasons"] = sorted(
+            {f"{p.failure}: {p.undecidable_reason}" for p in state.problems if p.verdict == sr.NOT_DECIDABLE}
+        )
+    return row
+
+
+def problem_row(head: Mapping[str, Any], p: sr.StateProblem) -> dict[str, Any]:
+    """A ``restore_state_problems`` row: the check key, then every field of the problem."""
+    row = dict(head)
+    for f in fields(p):
+        v = getattr(p, f.name)
+        row[f.name] = list(v) if f.name == "order" else (dict(v) if isinstance(v, dict) else v)
+    return row
+
+
+# what only a spec fix has (a counterpart, a patch, the proof of the patched graph): null in advice rows
+_SPEC_FIX_ONLY = dict.fromkeys(
+    ("old_node_id", "old_name", "old_uid", "counterpart_node_id", "counterpart_name", "counterpart_uid",
+     "counterpart_operator_id", "patch_node_id", "patch_field", "patch_value", "proof_round", "verified",
+     "verified_verdict", "verified_failure")
+)  # fmt: skip
+
+
+def fix_rows(
+    head: Mapping[str, Any], problems: Iterable[sr.StateProblem], old_types: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """``restore_fixes`` rows for the state problems that fail or cannot be decided: one per advice
+    (:mod:`udfs.restore.state_fixes`), what the advice rests on in ``advice_basis``."""
+    out = []
+    for p in problems:
+        if p.verdict == sr.RESTORES:
+            continue
+        for a in advice_for(p, old_types):
+            out.append(
+                {
+                    **head,
+                    **_SPEC_FIX_ONLY,
+                    "operator_id": p.operator_id,
+                    "reasons": list(dict.fromkeys(r for r in (p.failure, p.cause) if r)),
+                    "fix_code": a.text,
+                    "state_name": p.state_name,
+                    "field_path": p.field_path,
+                    "advice_code": a.code,
+                    "advice_basis": a.verified,
+                    "needs_real_restore": a.needs_real_restore,
+                    "evidence": a.evidence,
+                }
+            )
+    return out
 
 
 def _modules(graph: dict[str, Any]) -> dict[str, bool] | None:

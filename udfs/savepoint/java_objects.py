@@ -427,3 +427,12 @@ def read_object_stream(r: Reader, what: str = "Java-serialized object") -> objec
 
 def short_class(name: str) -> str:
     return name.rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+
+
+def class_name_of(obj: object) -> str | None:
+    """The class a Java-serialized object, enum constant or class object names (None otherwise)."""
+    if isinstance(obj, JObject | JEnum):
+        return obj.class_name
+    if isinstance(obj, JClass):
+        return obj.name
+    return None

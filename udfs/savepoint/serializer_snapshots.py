@@ -37,7 +37,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from udfs.savepoint.binary import Reader, StateMetaError
-from udfs.savepoint.java_objects import JArray, JClass, JEnum, JObject, read_object_stream, short_class
+from udfs.savepoint.java_objects import class_name_of, read_object_stream
+from udfs.savepoint.logical_types import describe_data_type, describe_logical_type
+from udfs.savepoint.simple_types import SIMPLE_TYPES
+from udfs.savepoint.type_names import COLLECTION_INTERFACES, ENUM, FLINK, KRYO, LIST, MAP, NULLABLE, POJO, SET
 
 COMPOSITE_MAGIC = 911108  # CompositeTypeSerializerSnapshot.MAGIC_NUMBER
 NESTED_MAGIC = 1333245  # NestedSerializersSnapshotDelegate.MAGIC_NUMBER
@@ -46,8 +49,6 @@ OPTIONAL_MAP_HEADER = 0x4F2C69A3D70  # LinkedOptionalMapSerializer.HEADER
 ADAPTER_VERSION = 0x7A53C4F0  # TypeSerializerConfigSnapshot.ADAPTER_VERSION (Flink <= 1.16)
 SNAPSHOT_PROXY_VERSION = 2  # TypeSerializerSnapshotSerializationUtil's proxy, Flink 1.7+
 
-KRYO = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
-POJO = "org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot"
 KRYO_REGISTRATION_TYPES = ("UNSPECIFIED", "CLASS", "INSTANCE")  # KryoRegistration.SerializerDefinitionType
 
 
@@ -116,9 +117,20 @@ class SnapshotNode:
             stack.extend(reversed(list(n.children())))
 
     @property
+    def is_kryo(self) -> bool:
+        """Kryo serializes this node's values (a generic type: Flink's KryoSerializer)."""
+        return self.class_name == KRYO or self.kind == "KRYO"
+
+    @property
+    def is_kryo_collection(self) -> bool:
+        """Kryo holds a ``java.util`` collection interface here: what Flink 2.x gives serializers
+        of its own, so a 1.x savepoint's values of it meet another serializer on 2.x."""
+        return self.is_kryo and self.type_class in COLLECTION_INTERFACES
+
+    @property
     def uses_kryo(self) -> bool:
         """True when Kryo serializes any part of this type (a generic type anywhere inside)."""
-        return any(n.class_name == KRYO or n.kind == "KRYO" for n in self.walk())
+        return any(n.is_kryo for n in self.walk())
 
     @property
     def has_unknown(self) -> bool:
@@ -526,7 +538,7 @@ def _kryo(p: _Parts) -> None:
         if t == 1:
             reg["serializer"] = fr.utf("Kryo serializer class")
         elif t == 2:
-            reg["serializer"] = _java_class_name(read_object_stream(fr, "Kryo serializer instance"))
+            reg["serializer"] = class_name_of(read_object_stream(fr, "Kryo serializer instance"))
         return reg
 
     regs = _read_optional_map(p, "Kryo registrations", lambda fr: None, registration)
@@ -540,7 +552,7 @@ def _kryo(p: _Parts) -> None:
         p,
         "Kryo default serializers",
         lambda fr: fr.utf("class"),
-        lambda fr: _java_class_name(read_object_stream(fr, "Kryo default serializer")),
+        lambda fr: class_name_of(read_object_stream(fr, "Kryo default serializer")),
     )
     p.facts["kryo_default_serializers"] = [[name, v] for name, _k, v, _kp, _vp in defaults]
     classes = _read_optional_map(
@@ -618,7 +630,7 @@ def _java_objects(*keys: str) -> PayloadReader:
     def read(p: _Parts) -> None:
         for key in keys:
             obj = read_object_stream(p.r, key)
-            p.facts[key] = describe_logical_type(obj) if key.endswith("type") else _java_class_name(obj)
+            p.facts[key] = describe_logical_type(obj) if key.endswith("type") else class_name_of(obj)
 
     return read
 
@@ -633,7 +645,7 @@ def _ints(*keys: str) -> PayloadReader:
 
 def _sorted_map(p: _Parts) -> None:
     """SortedMapSerializerSnapshot: the Java-serialized comparator, then nested (key, value)."""
-    p.facts["comparator"] = _java_class_name(read_object_stream(p.r, "comparator"))
+    p.facts["comparator"] = class_name_of(read_object_stream(p.r, "comparator"))
     p.nested_delegate(lambda i: ("key", "value")[i] if i < 2 else f"{i}")
 
 
@@ -641,137 +653,14 @@ def _pulsar(p: _Parts) -> None:
     """PulsarSchemaTypeSerializerSnapshot (the Pulsar connector in Flink 1.14 - 1.16): a
     length-prefixed Java-serialized schema."""
     n = p.r.count("schema length")
-    p.facts["schema_class"] = _java_class_name(read_object_stream(p.r.sub(n, "Pulsar schema"), "Pulsar schema"))
+    p.facts["schema_class"] = class_name_of(read_object_stream(p.r.sub(n, "Pulsar schema"), "Pulsar schema"))
 
 
-def _legacy_config(p: _Parts) -> None:  # never called: ADAPTER_VERSION is handled before dispatch
+def _legacy_config(p: _Parts) -> None:
+    """A pre-1.7 config snapshot class written with a version of its own: Flink 1.9 - 1.16 read
+    its Java-serialized, class-specific body, which is not modelled, so it is refused. (Written
+    with ADAPTER_VERSION it never gets here: :func:`_read_snapshot` stops at it.)"""
     raise StateMetaError("TypeSerializerConfigSnapshot payload", p.r.pos)
-
-
-# ------------------------------------------------------------------------------------------------
-#  Java objects inside snapshots: readable names
-# ------------------------------------------------------------------------------------------------
-
-
-def _java_class_name(obj: object) -> str | None:
-    if isinstance(obj, JObject):
-        return obj.class_name
-    if isinstance(obj, JEnum):
-        return obj.class_name
-    if isinstance(obj, JClass):
-        return obj.name
-    return None
-
-
-_ROOT_NAMES = {
-    "CHAR": "CHAR",
-    "VARCHAR": "VARCHAR",
-    "BOOLEAN": "BOOLEAN",
-    "BINARY": "BINARY",
-    "VARBINARY": "VARBINARY",
-    "DECIMAL": "DECIMAL",
-    "TINYINT": "TINYINT",
-    "SMALLINT": "SMALLINT",
-    "INTEGER": "INT",
-    "BIGINT": "BIGINT",
-    "FLOAT": "FLOAT",
-    "DOUBLE": "DOUBLE",
-    "DATE": "DATE",
-    "TIME_WITHOUT_TIME_ZONE": "TIME",
-    "TIMESTAMP_WITHOUT_TIME_ZONE": "TIMESTAMP",
-    "TIMESTAMP_WITH_TIME_ZONE": "TIMESTAMP WITH TIME ZONE",
-    "TIMESTAMP_WITH_LOCAL_TIME_ZONE": "TIMESTAMP_LTZ",
-    "INTERVAL_YEAR_MONTH": "INTERVAL YEAR TO MONTH",
-    "INTERVAL_DAY_TIME": "INTERVAL DAY TO SECOND",
-    "ARRAY": "ARRAY",
-    "MULTISET": "MULTISET",
-    "MAP": "MAP",
-    "ROW": "ROW",
-    "DISTINCT_TYPE": "DISTINCT",
-    "STRUCTURED_TYPE": "STRUCTURED",
-    "NULL": "NULL",
-    "RAW": "RAW",
-    "SYMBOL": "SYMBOL",
-    "UNRESOLVED": "UNRESOLVED",
-    "VARIANT": "VARIANT",
-    "DESCRIPTOR": "DESCRIPTOR",
-}
-MAX_JAVA_STRING = 2147483647
-
-
-def _list_items(obj: object, depth: int = 0) -> list[object]:
-    """The elements of a serialized java.util list (ArrayList, Collections.unmodifiableList...)."""
-    if depth > 4:
-        return []
-    if isinstance(obj, JArray):
-        return list(obj.items or [])
-    if isinstance(obj, JObject):
-        if obj.class_name in ("java.util.ArrayList", "java.util.LinkedList", "java.util.Arrays$ArrayList"):
-            items = [a for a in obj.annotations if not hasattr(a, "data")]
-            if obj.class_name == "java.util.Arrays$ArrayList":
-                return _list_items(obj.fields.get("a"), depth + 1)
-            return items
-        for key in ("list", "c"):
-            if key in obj.fields:
-                return _list_items(obj.fields[key], depth + 1)
-    return []
-
-
-def describe_logical_type(obj: object, depth: int = 0) -> str:
-    """A Java-serialized Flink ``LogicalType`` as SQL-like text (``BIGINT NOT NULL``,
-    ``VARCHAR(10)``, ``STRING``, ``ROW<a INT, b STRING>``); unknown shapes by class name."""
-    if depth > 16:
-        return "..."
-    if not isinstance(obj, JObject):
-        return _java_class_name(obj) or "null"
-    f = obj.fields
-    root = f.get("typeRoot")
-    root_name = root.constant if isinstance(root, JEnum) else None
-    base = _ROOT_NAMES.get(root_name or "", short_class(obj.class_name).removesuffix("Type").upper())
-    if root_name in ("VARCHAR", "CHAR", "BINARY", "VARBINARY") and isinstance(f.get("length"), int):
-        if root_name == "VARCHAR" and f["length"] == MAX_JAVA_STRING:
-            base = "STRING"
-        elif root_name == "VARBINARY" and f["length"] == MAX_JAVA_STRING:
-            base = "BYTES"
-        else:
-            base = f"{base}({f['length']})"
-    elif root_name == "DECIMAL":
-        base = f"DECIMAL({f.get('precision')}, {f.get('scale')})"
-    elif root_name and root_name.startswith(("TIMESTAMP", "TIME_")) and isinstance(f.get("precision"), int):
-        base = f"{base}({f['precision']})"
-    elif root_name in ("ARRAY", "MULTISET"):
-        base = f"{base}<{describe_logical_type(f.get('elementType'), depth + 1)}>"
-    elif root_name == "MAP":
-        k = describe_logical_type(f.get("keyType"), depth + 1)
-        v = describe_logical_type(f.get("valueType"), depth + 1)
-        base = f"MAP<{k}, {v}>"
-    elif root_name == "ROW":
-        parts = []
-        for rf in _list_items(f.get("fields")):
-            if isinstance(rf, JObject):
-                parts.append(f"{rf.fields.get('name')} {describe_logical_type(rf.fields.get('type'), depth + 1)}")
-        base = f"ROW<{', '.join(parts)}>"
-    elif root_name == "RAW":
-        clazz = f.get("clazz")
-        base = f"RAW({clazz.name if isinstance(clazz, JClass) else '?'})"
-    elif root_name in ("STRUCTURED_TYPE", "DISTINCT_TYPE"):
-        ident = f.get("objectIdentifier") or f.get("implementationClass")
-        base = f"{base}({_java_class_name(ident) if not isinstance(ident, str) else ident})"
-    if f.get("isNullable") is False:
-        base += " NOT NULL"
-    return base
-
-
-def describe_data_type(obj: object) -> str:
-    """A Java-serialized ``DataType`` (ExternalSerializer): its logical type and conversion class."""
-    if isinstance(obj, JObject):
-        lt = obj.fields.get("logicalType")
-        conv = obj.fields.get("conversionClass")
-        text = describe_logical_type(lt)
-        if isinstance(conv, JClass):
-            text += f" (as {conv.name})"
-        return text
-    return _java_class_name(obj) or "null"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -820,7 +709,7 @@ def _all_nested(n: SnapshotNode) -> str:
 
 def _tuple_text(n: SnapshotNode) -> str:
     cls = (n.type_class or "Tuple").rsplit(".", 1)[-1]
-    if n.type_class and not n.type_class.startswith("org.apache.flink.api.java.tuple."):
+    if n.type_class and not n.type_class.startswith(FLINK + "api.java.tuple."):
         cls = n.type_class
     return f"{cls}<{_all_nested(n)}>"
 
@@ -843,100 +732,14 @@ def _row_data_text(n: SnapshotNode) -> str:
 #  The registry
 # ------------------------------------------------------------------------------------------------
 
-F = "org.apache.flink."
-
 
 def _register(names: list[str] | tuple[str, ...], spec: SnapshotSpec) -> None:
     for name in names:
-        REGISTRY[name if name.startswith(("org.", "com.")) else F + name] = spec
+        REGISTRY[name if name.startswith(("org.", "com.")) else FLINK + name] = spec
 
 
-def _simple_names() -> dict[str, str]:
-    base = "api.common.typeutils.base."
-    names = {
-        base + f"{s}Serializer${s}SerializerSnapshot": d
-        for s, d in {
-            "BigDec": "BigDecimal",
-            "BigInt": "BigInteger",
-            "Boolean": "Boolean",
-            "BooleanValue": "BooleanValue",
-            "Byte": "Byte",
-            "ByteValue": "ByteValue",
-            "Char": "Character",
-            "CharValue": "CharValue",
-            "Date": "Date",
-            "Double": "Double",
-            "DoubleValue": "DoubleValue",
-            "Float": "Float",
-            "FloatValue": "FloatValue",
-            "Instant": "Instant",
-            "Int": "Integer",
-            "IntValue": "IntValue",
-            "LocalDate": "LocalDate",
-            "LocalDateTime": "LocalDateTime",
-            "LocalTime": "LocalTime",
-            "Long": "Long",
-            "LongValue": "LongValue",
-            "NullValue": "NullValue",
-            "Short": "Short",
-            "ShortValue": "ShortValue",
-            "SqlDate": "java.sql.Date",
-            "SqlTime": "java.sql.Time",
-            "SqlTimestamp": "java.sql.Timestamp",
-            "String": "String",
-            "StringValue": "StringValue",
-            "Void": "Void",
-            # Flink 2.1+ (VARIANT) and newer flink-core types seen in apache/flink's index
-            "Variant": "Variant",
-            "Bitmap": "Bitmap",
-            "Uuid": "UUID",
-        }.items()
-    }
-    for prim in ("Boolean", "Byte", "Char", "Double", "Float", "Int", "Long", "Short"):
-        array = f"array.{prim}PrimitiveArraySerializer${prim}PrimitiveArraySerializerSnapshot"
-        names[base + array] = prim.lower() + "[]"
-    names[base + "array.StringArraySerializer$StringArraySerializerSnapshot"] = "String[]"
-    names.update(
-        {
-            "api.java.typeutils.runtime.Tuple0SerializerSnapshot": "Tuple0",
-            "runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot": "VoidNamespace",
-            "queryablestate.client.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot": "VoidNamespace",
-            "runtime.state.JavaSerializer$JavaSerializerSnapshot": "JavaSerialized",
-            "streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot": "TimeWindow",
-            "streaming.api.windowing.windows.GlobalWindow$Serializer$GlobalWindowSerializerSnapshot": "GlobalWindow",
-            "streaming.api.utils.ByteArrayWrapperSerializer$ByteArrayWrapperSerializerSnapshot": "ByteArrayWrapper",
-            "cep.nfa.DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot": "DeweyNumber",
-            "cep.nfa.sharedbuffer.EventId$EventIdSerializer$EventIdSerializerSnapshot": "EventId",
-            "table.dataview.NullSerializer$NullSerializerSnapshot": "Null",
-            "table.runtime.operators.window.CountWindow$Serializer$CountWindowSerializerSnapshot": "CountWindow",
-            "table.runtime.operators.window.TimeWindow$Serializer$TimeWindowSerializerSnapshot": "TimeWindow",
-            "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot": "StringData",
-            "table.runtime.typeutils.BinaryStringSerializer$BinaryStringSerializerSnapshot": "BinaryString",
-            "table.runtime.typeutils.serializers.python.BigDecSerializer$BigDecSerializerSnapshot": "BigDecimal",
-            "table.runtime.typeutils.serializers.python.DateSerializer$DateSerializerSnapshot": "java.sql.Date",
-            "table.runtime.typeutils.serializers.python.StringSerializer$StringSerializerSnapshot": "String",
-            "table.runtime.typeutils.serializers.python.TimeSerializer$TimeSerializerSnapshot": "java.sql.Time",
-            "api.scala.typeutils.UnitSerializer$UnitSerializerSnapshot": "Unit",
-            "api.scala.typeutils.NothingSerializerSnapshot": "Nothing",
-            "table.api.typeutils.UnitSerializer$UnitSerializerSnapshot": "Unit",
-            "table.api.typeutils.NothingSerializerSnapshot": "Nothing",
-            "graph.drivers.transform.LongValueWithProperHashCode$LongValueWithProperHashCodeSerializer"
-            "$LongValueWithProperHashCodeSerializerSnapshot": "LongValueWithProperHashCode",
-        }
-    )
-    for v in ("Byte", "Char", "Double", "Float", "Int", "Long", "NullValue", "Short", "StringValue"):
-        stem = v if v in ("NullValue", "StringValue") else v + "Value"
-        names[f"graph.types.valuearray.{stem}ArraySerializer${stem}ArraySerializerSnapshot"] = f"{stem}Array"
-    for producer in ("FlinkKafkaProducer", "FlinkKafkaProducer011"):
-        for inner in ("ContextState", "NextTransactionalIdHint", "TransactionState"):
-            names[f"streaming.connectors.kafka.{producer}${inner}Serializer${inner}SerializerSnapshot"] = (
-                f"Kafka{inner}"
-            )
-    return names
-
-
-for _name, _label in _simple_names().items():
-    _register([_name], SnapshotSpec("SIMPLE", _simple, _label, "1.9-2.3"))
+for _simple_type in SIMPLE_TYPES:
+    _register([_simple_type.snapshot], SnapshotSpec("SIMPLE", _simple, _simple_type.label, "1.9-2.3"))
 
 _register(
     [
@@ -967,9 +770,9 @@ def _composite(
     _register(names, SnapshotSpec("COMPOSITE", composite(roles, outer), text, since))
 
 
-_composite(["api.common.typeutils.base.ListSerializerSnapshot"], ("element",), text="List")
-_composite(["api.common.typeutils.base.MapSerializerSnapshot"], ("key", "value"), text="Map")
-_composite(["api.common.typeutils.base.SetSerializerSnapshot"], ("element",), text="Set", since="2.1+")
+_composite([LIST], ("element",), text="List")
+_composite([MAP], ("key", "value"), text="Map")
+_composite([SET], ("element",), text="Set", since="2.1+")
 _composite(
     ["api.common.typeutils.base.GenericArraySerializerSnapshot"],
     ("component",),
@@ -983,7 +786,7 @@ _composite(
 )
 _composite(["api.java.typeutils.runtime.JavaEitherSerializerSnapshot"], ("left", "right"), text="Either")
 _composite(
-    ["api.java.typeutils.runtime.NullableSerializer$NullableSerializerSnapshot"],
+    [NULLABLE],
     ("original",),
     _outer_int("null_padding_length"),
     text="Nullable",
@@ -1096,7 +899,7 @@ _composite(["table.runtime.types.CRowSerializerSnapshot"], ("row",), text="CRow"
 
 _register([POJO], SnapshotSpec("POJO", _pojo, _pojo_text))
 _register([KRYO], SnapshotSpec("KRYO", _kryo, lambda n: f"Kryo({n.type_class})"))
-_register(["api.common.typeutils.base.EnumSerializer$EnumSerializerSnapshot"], SnapshotSpec("ENUM", _enum, _enum_text))
+_register([ENUM], SnapshotSpec("ENUM", _enum, _enum_text))
 _register(
     [
         "formats.avro.typeutils.AvroSerializerSnapshot",
@@ -1260,15 +1063,27 @@ def to_dict_with_classes(node: SnapshotNode, classes: dict[str, UserClass]) -> d
     return d
 
 
+def removed_enum_constants(node: SnapshotNode, constants: tuple[str, ...] | None) -> list[str]:
+    """The saved constants of an enum snapshot the restoring job's enum no longer has (none when
+    ``constants`` is None: the enum is not known). ``EnumSerializerSnapshot.readSnapshot`` looks
+    each one up by name, so a single missing constant fails reading the snapshot."""
+    if node.kind != "ENUM" or constants is None:
+        return []
+    return [c for c in node.enum_constants or () if c not in constants]
+
+
+def enum_removed_message(enum_class: str | None) -> str:
+    """``EnumSerializerSnapshot.readSnapshot``'s IllegalStateException text (1.12 - 2.x)."""
+    return (
+        f"Could not create a restore serializer for enum class {enum_class}. "
+        "Probably because an enum value was removed."
+    )
+
+
 def _resolve(node: SnapshotNode, d: dict, classes: dict[str, UserClass]) -> None:
     cls = classes.get(node.type_class or "")
-    if node.kind == "ENUM" and cls is not None and cls.enum_constants is not None:
-        missing = [c for c in node.facts.get("enum_constants", []) if c not in cls.enum_constants]
-        if missing:
-            raise ClassResolutionError(
-                f"java.lang.IllegalStateException: Could not create a restore serializer for enum class "
-                f"{node.type_class}. Probably because an enum value was removed."
-            )
+    if cls is not None and removed_enum_constants(node, cls.enum_constants):
+        raise ClassResolutionError(f"java.lang.IllegalStateException: {enum_removed_message(node.type_class)}")
     if node.kind == "POJO":
         absent = []
         for f, fd in zip(node.fields, d.get("fields", []), strict=False):
@@ -1281,11 +1096,6 @@ def _resolve(node: SnapshotNode, d: dict, classes: dict[str, UserClass]) -> None
             d["absent_fields"] = absent
     for (_, child), cd in zip(node.nested, d.get("nested", []), strict=False):
         _resolve(child, cd, classes)
-
-
-def known_classes() -> list[str]:
-    """Every snapshot class name the registry reads (sorted)."""
-    return sorted(REGISTRY)
 
 
 # Optional Flink modules that ship serializer snapshot classes, by the prefix (after
@@ -1302,14 +1112,13 @@ SERIALIZER_MODULES: dict[str, tuple[str, ...]] = {
     "flink-table-api-scala": ("table.api.typeutils.",),
     "flink-table-runtime": ("table.runtime.",),
 }
-_FLINK = "org.apache.flink."
 
 
 def module_of(snapshot_class: str) -> str | None:
     """The optional module (a :data:`SERIALIZER_MODULES` key) that ships a snapshot class, else None."""
-    if not snapshot_class.startswith(_FLINK):
+    if not snapshot_class.startswith(FLINK):
         return None
-    rest = snapshot_class[len(_FLINK) :]
+    rest = snapshot_class[len(FLINK) :]
     for module, prefixes in SERIALIZER_MODULES.items():
         if rest.startswith(prefixes):
             return module

@@ -47,12 +47,12 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from udfs.savepoint.serializer_snapshots import KRYO, SnapshotNode
+from udfs.savepoint.serializer_snapshots import SnapshotNode
 from udfs.savepoint.state_meta import OperatorStateTypes, StateMetaInfo
+from udfs.savepoint.type_names import FLINK
 
 __all__ = [
     "STATE_COLUMNS",
-    "COLLECTION_INTERFACES",
     "state_rows",
     "state_kind",
     "node_paths",
@@ -91,16 +91,13 @@ STATE_COLUMNS = (
     "unreadable_reason",
 )
 
-# The collection interfaces Flink 2.x extracts its own serializers for (List, Map, Set and their
-# super-interface Collection, declared with type arguments), where Flink 1.x used Kryo.
-COLLECTION_INTERFACES = ("java.util.List", "java.util.Map", "java.util.Set", "java.util.Collection")
 TTL_CLASSES = (
-    "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot",
-    "org.apache.flink.runtime.state.v2.ttl.TtlStateFactory$TtlSerializerSnapshot",
+    FLINK + "runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot",
+    FLINK + "runtime.state.v2.ttl.TtlStateFactory$TtlSerializerSnapshot",
 )
-TTL_AWARE = "org.apache.flink.runtime.state.ttl.TtlAwareSerializerSnapshot"
+TTL_AWARE = FLINK + "runtime.state.ttl.TtlAwareSerializerSnapshot"
 _MODES = {"SPLIT_DISTRIBUTE": "OPERATOR_LIST", "UNION": "UNION_LIST", "BROADCAST": "BROADCAST"}
-_JDK_PREFIXES = ("java.", "javax.", "scala.", "org.apache.flink.", "org.apache.avro.generic.")
+_JDK_PREFIXES = ("java.", "javax.", "scala.", FLINK, "org.apache.avro.generic.")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -125,22 +122,18 @@ def node_paths(node: SnapshotNode, root: str) -> Iterator[tuple[str, SnapshotNod
         stack.extend(reversed(children))
 
 
-def _is_kryo(n: SnapshotNode) -> bool:
-    return n.class_name == KRYO or n.kind == "KRYO"
-
-
 def first_kryo_path(node: SnapshotNode | None, root: str) -> str | None:
     """Path of the first node Kryo serializes, or None."""
     if node is None:
         return None
-    return next((p for p, n in node_paths(node, root) if _is_kryo(n)), None)
+    return next((p for p, n in node_paths(node, root) if n.is_kryo), None)
 
 
 def kryo_classes(node: SnapshotNode | None) -> list[str]:
     """Type classes Kryo holds in the tree, first seen first."""
     if node is None:
         return []
-    return list(dict.fromkeys(n.type_class or "?" for n in node.walk() if _is_kryo(n)))
+    return list(dict.fromkeys(n.type_class or "?" for n in node.walk() if n.is_kryo))
 
 
 def pojo_collection_fields(node: SnapshotNode | None) -> list[str]:
@@ -152,8 +145,7 @@ def pojo_collection_fields(node: SnapshotNode | None) -> list[str]:
         if n.kind != "POJO":
             continue
         for f in n.fields:
-            s = f.snapshot
-            if s is not None and _is_kryo(s) and s.type_class in COLLECTION_INTERFACES:
+            if f.snapshot is not None and f.snapshot.is_kryo_collection:
                 out.append(f"{n.type_class}.{f.name}")
     return list(dict.fromkeys(out))
 
