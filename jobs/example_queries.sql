@@ -37,8 +37,8 @@ JOIN delta.`{out}/operators` AS op
 JOIN delta.`{out}/operators` AS src
   ON src.graph_id = op.graph_id AND src.operator_id = regexp_extract(m.metric, 'source_id[.]([0-9a-f]{32})', 1);
 
--- 11. Restore checks (flink-jobgraph check-restore, docs/restore-checks.md): jobs whose next
---     deploy will fail to restore from their latest savepoint, with Flink's own message.
+-- 6. Restore checks (flink-jobgraph check-restore, docs/restore-checks.md): jobs whose next
+--    deploy will fail to restore from their latest savepoint, with Flink's own message.
 SELECT c.graph_id, c.check_id, c.failure, c.operator_id, m.name AS operator_name, m.uid AS operator_uid, c.message
 FROM delta.`{out}/restore_checks` AS c
 LEFT JOIN delta.`{out}/restore_operator_matches` AS m
@@ -46,8 +46,8 @@ LEFT JOIN delta.`{out}/restore_operator_matches` AS m
 WHERE c.verdict = 'FAILS'
 ORDER BY c.graph_id, c.check_id;
 
--- 12. Stateful operators without a uid: state in the latest savepoint, restored into an
---     operator whose ID is generated (any upstream edit will lose that state).
+-- 7. Stateful operators without a uid: state in the latest savepoint, restored into an
+--    operator whose ID is generated (any upstream edit will lose that state).
 SELECT m.graph_id, m.node_id, m.name, m.operator_id, m.state_size
 FROM delta.`{out}/restore_operator_matches` AS m
 JOIN delta.`{out}/operators` AS op
@@ -55,36 +55,36 @@ JOIN delta.`{out}/operators` AS op
 WHERE m.has_state AND m.status = 'MATCHED' AND op.uid IS NULL AND op.user_operator_id IS NULL
 ORDER BY m.graph_id, m.node_id;
 
--- 13. Savepoint operator IDs that map to no operator of any known job version (generated
---     or user-defined ID): whose state is it? Nobody's, as far as the fleet's specs go.
+-- 8. Savepoint operator IDs that map to no operator of any known job version (generated
+--    or user-defined ID): whose state is it? Nobody's, as far as the fleet's specs go.
 SELECT s.savepoint, s.operator_id, s.has_state, s.state_size, s.operator_name, s.operator_uid
 FROM delta.`{out}/savepoint_operators` AS s
 LEFT ANTI JOIN delta.`{out}/operators` AS op
   ON op.operator_id = s.operator_id OR op.user_operator_id = s.operator_id
 ORDER BY s.savepoint, s.operator_index;
 
--- 14. The state's types (check-restore reads them from every savepoint: savepoint_states):
---     states held by Kryo anywhere in their type, with the path to the Kryo part.
+-- 9. The state's types (check-restore reads them from every savepoint: savepoint_states):
+--    states held by Kryo anywhere in their type, with the path to the Kryo part.
 SELECT savepoint, operator_name, operator_uid, state_name, state_kind, value_type, first_kryo_path, kryo_classes
 FROM delta.`{out}/savepoint_states`
 WHERE uses_kryo
 ORDER BY savepoint, operator_id, state_name;
 
--- 15. POJOs whose collection fields Flink 1.x gave to Kryo: the state that will not restore on
+-- 10. POJOs whose collection fields Flink 1.x gave to Kryo: the state that will not restore on
 --     Flink 2.x (check-restore --target-flink 2.3 says so per check).
 SELECT savepoint, operator_name, operator_uid, state_name, explode(pojo_collection_fields) AS pojo_field
 FROM delta.`{out}/savepoint_states`
 WHERE size(pojo_collection_fields) > 0
 ORDER BY savepoint, operator_id, state_name;
 
--- 16. Which savepoints will not come across to the new Flink line, and why: every state
+-- 11. Which savepoints will not come across to the new Flink line, and why: every state
 --     problem of every check, with the field and Flink's message.
 SELECT p.check_id, p.operator_id, p.state_name, p.failure, p.cause, p.field_path, p.failure_stage, p.message
 FROM delta.`{out}/restore_state_problems` AS p
 WHERE p.verdict = 'FAILS'
 ORDER BY p.check_id, p.order;
 
--- 17. States restored into operators without a uid (their ID is generated: any upstream edit
+-- 12. States restored into operators without a uid (their ID is generated: any upstream edit
 --     of the job loses them).
 SELECT DISTINCT m.graph_id, m.node_id, m.name, s.state_name, s.state_kind, s.value_type
 FROM delta.`{out}/savepoint_states` AS s
@@ -95,7 +95,7 @@ JOIN delta.`{out}/operators` AS op
 WHERE op.uid IS NULL AND op.user_operator_id IS NULL AND s.state_name IS NOT NULL
 ORDER BY m.graph_id, m.node_id, s.state_name;
 
--- 18. Per savepoint, its three largest operator states (bytes the state handles declare).
+-- 13. Per savepoint, its three largest operator states (bytes the state handles declare).
 SELECT * FROM (
   SELECT savepoint, operator_id, operator_name, operator_uid, state_size,
          rank() OVER (PARTITION BY savepoint ORDER BY state_size DESC) AS rank_in_job

@@ -60,3 +60,10 @@ def test_readme_is_a_guide_not_a_diary():
     hashes = [h for h in re.findall(r"(?<![0-9a-zA-Z-])[0-9a-f]{7,12}(?![0-9a-zA-Z])", README) if re.search(r"\d", h)
               and re.search(r"[a-f]", h)]  # fmt: skip
     assert not hashes, f"commit hashes in README: {hashes}"
+
+
+def test_the_example_queries_are_counted_and_numbered():
+    """README's count of jobs/example_queries.sql is the file's, numbered 1..N without a gap."""
+    numbers = [int(n) for n in re.findall(r"^-- (\d+)\. ", (ROOT / "jobs" / "example_queries.sql").read_text(), re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)), numbers
+    assert f"`jobs/example_queries.sql` holds {len(numbers)} queries" in README

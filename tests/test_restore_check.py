@@ -172,21 +172,21 @@ def test_fleet_queries_answer(spark, restore_run):
 
     _, out, cases, metadata, orphan = restore_run
     queries = {t.split(".")[0]: sql for t, sql in example_queries(out)}
-    failing = spark.sql(queries["11"]).toPandas()
+    failing = spark.sql(queries["6"]).toPandas()
     checks = spark.read.format("delta").load(f"{out}/restore_checks").toPandas()
     assert set(failing["check_id"]) == set(checks.loc[checks["verdict"] == "FAILS", "check_id"])
     assert len(failing) == 40
     named = failing[failing["failure"] == "UNMAPPED_STATE"]
     assert named["operator_name"].isna().all()  # a lost operator has no node in the new job
 
-    no_uid = spark.sql(queries["12"]).toPandas()
+    no_uid = spark.sql(queries["7"]).toPandas()
     ops = spark.read.format("delta").load(f"{out}/operators").toPandas().set_index(["graph_id", "node_id"])
     assert len(no_uid) > 0
     for r in no_uid.itertuples():
         op = ops.loc[(r.graph_id, r.node_id)]
         assert op["uid"] is None and op["operator_id"] == r.operator_id
 
-    orphans = spark.sql(queries["13"]).toPandas()
+    orphans = spark.sql(queries["8"]).toPandas()
     known = set(ops["operator_id"]) | set(ops["user_operator_id"].dropna())
     expected = [
         (f"savepoints/{c['case_id']}", o.operator_id)

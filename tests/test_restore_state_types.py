@@ -154,22 +154,22 @@ def test_failures_have_their_problem_and_advice(run):
 
 
 def test_the_state_fleet_queries_answer(spark, run, fleet, tmp_path_factory):
-    """Queries 14-18 of jobs/example_queries.sql over this run's tables."""
+    """Queries 9-13 of jobs/example_queries.sql over this run's tables."""
     from devtools.queries import example_queries
 
     root, cases, folders = fleet
     out = run["_out"]
     queries = {t.split(".")[0]: sql for t, sql in example_queries(out)}
-    kryo = spark.sql(queries["14"]).toPandas()
+    kryo = spark.sql(queries["9"]).toPandas()
     states = run["savepoint_states"]
     assert len(kryo) == int(states["uses_kryo"].sum()) > 0
-    pojo = spark.sql(queries["15"]).toPandas()
+    pojo = spark.sql(queries["10"]).toPandas()
     assert set(pojo["pojo_field"]) == {"statetypes.user.PojoColl.tags", "statetypes.user.PojoColl.counts"}
-    problems = spark.sql(queries["16"]).toPandas()
+    problems = spark.sql(queries["11"]).toPandas()
     checks = run["restore_checks"]
     assert set(problems["check_id"]) >= set(checks.loc[checks["failure_stage"].isin(["task_restore", "task_running"]),
                                                        "check_id"])  # fmt: skip
-    no_uid = spark.sql(queries["17"]).toPandas()
+    no_uid = spark.sql(queries["12"]).toPandas()
     ops = spark.read.format("delta").load(f"{out}/operators").toPandas()
     matches = spark.read.format("delta").load(f"{out}/restore_operator_matches").toPandas()
     named = states[states["state_name"].notna()].merge(
@@ -179,7 +179,7 @@ def test_the_state_fleet_queries_answer(spark, run, fleet, tmp_path_factory):
     assert {(r.graph_id, r.node_id, r.state_name) for r in no_uid.itertuples()} == {
         (r.graph_id, r.node_id, r.state_name) for r in expected.itertuples()
     }
-    largest = spark.sql(queries["18"]).toPandas()
+    largest = spark.sql(queries["13"]).toPandas()
     assert largest.groupby("savepoint")["rank_in_job"].max().max() <= 3 and len(largest) > 0
 
 
