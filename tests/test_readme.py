@@ -67,3 +67,28 @@ def test_the_example_queries_are_counted_and_numbered():
     numbers = [int(n) for n in re.findall(r"^-- (\d+)\. ", (ROOT / "jobs" / "example_queries.sql").read_text(), re.M)]
     assert numbers == list(range(1, len(numbers) + 1)), numbers
     assert f"`jobs/example_queries.sql` holds {len(numbers)} queries" in README
+
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(md: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces -> -)."""
+    heads = re.findall(r"^#+\s+(.+?)\s*$", re.sub(r"```.*?```", "", md.read_text(), flags=re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+def test_every_relative_link_in_readme_and_docs_resolves():
+    """A link to a file of the repository (or one of its headings), from README.md or docs/*.md,
+    names a path that exists, relative to the file that holds the link."""
+    broken = []
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", md.read_text(), flags=re.S)  # code blocks are not links
+        for target in _LINK.findall(text):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, ...
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (md.parent / path) if path else md
+            if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
+                broken.append(f"{md.relative_to(ROOT)}: {target}")
+    assert not broken, broken
