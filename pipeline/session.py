@@ -191,9 +191,9 @@ def in_sql_worker_environment(sc: SparkContext, func: Callable[[int], Any]) -> R
 def start_python_workers(spark: SparkSession) -> None:
     """Start Spark's Python worker daemon now, in the background, with one task of one element.
 
-    The first Python task of a run otherwise pays for the daemon's start and its imports
-    (1.5 s of a one-job check's first stage, in its event log), after the session's SQL state
-    is built, which the first DataFrame waits for (2 s of a cold JVM). This task is an RDD's:
+    The first Python task of a run otherwise pays for the daemon's start and its imports,
+    after the session's SQL state is built, which the first DataFrame waits for (both are
+    seconds in a cold JVM: docs/performance.md). This task is an RDD's:
     it needs no SQL state, so the daemon starts while that is built, and its worker stays in
     Spark's pool (``spark.python.worker.reuse``) for the first real task. Spark keeps one daemon
     per worker environment, and SQL's Python execs add ``SPARK_SIMPLIFIED_TRACEBACK`` to it:
@@ -245,7 +245,7 @@ def _submitted_session(settings: Settings, app_name: str) -> SparkSession:
 
 def is_local_path(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` is on the local file system, where listings go through ``os``: Hadoop's
-    local ``listFiles`` forks ``ls`` per file for its permissions (5 ms a file)."""
+    local ``listFiles`` forks ``ls`` per file for its permissions (docs/performance.md)."""
     scheme = urlparse(path).scheme
     if scheme == "file":
         return True
@@ -263,7 +263,7 @@ def local_path(path: str) -> str:
 def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str | T.StructType) -> DataFrame:
     """A DataFrame of rows the driver holds (tuples in the schema's column order), handed to
     the JVM as Arrow. ``createDataFrame`` of a Python list instead pickles them through a
-    Python task, in a worker pool of its own: its first use in a run cost 0.7 s."""
+    Python task, in a worker pool of its own, whose start a run pays (docs/performance.md)."""
     struct = schema if isinstance(schema, T.StructType) else T._parse_datatype_string(schema)
     rows = list(rows)
     if not rows:  # pandas' Arrow path takes no empty frame; an empty RDD runs no task at all

@@ -98,8 +98,8 @@ class TableSettings:
     deletion_vectors: bool = True
     # A replace of at most this many keys (graphs, checks, savepoints) in an existing table is
     # an overwrite with ``replaceWhere key IN (...)``, more is a MERGE: both one commit, the
-    # same rows after. The overwrite costs about half the MERGE for a nightly run's few keys,
-    # but its IN list is evaluated literally (10,000 keys on a 1M-row table took 263 s).
+    # same rows after. The overwrite is the cheaper for a nightly run's few keys, but Delta
+    # evaluates its IN list literally, so a long one costs more than the MERGE (docs/performance.md).
     replace_where_max_keys: int = 1200
 
 

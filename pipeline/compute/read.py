@@ -143,7 +143,7 @@ def load_text(text: str, source_file: str, limits: Limits | None = None, fast: b
     """One graph's JSON text loaded: (the JSON value, None), or (None, its error row) for text
     that is no JSON or a graph over ``limits.max_graph_elements``.
 
-    ``fast``: parse with orjson (fleet specs: 0.17 s per 1k graphs, json 0.33 s) and leave to
+    ``fast``: parse with orjson (about twice json's speed on fleet specs) and leave to
     json only what orjson refuses (lone surrogate escapes, NaN, text that is no JSON, whose
     error json words). orjson also reads an integer past 64 bits as a float, which no field of
     the contract accepts: the columnar checks refuse such a graph, and the caller re-loads
@@ -493,8 +493,8 @@ def read_texts(
 
 
 # Spec bytes (as stored, gzip or not) per partition of the graph texts: about 100 graphs of a
-# gzip'd fleet, 0.3 s of per-graph work. Every partition is a task in each of the run's
-# stages downstream (a one-job deploy gate ran 40-task stages for 2 graphs).
+# gzip'd fleet. Every partition is a task in each of the run's stages downstream, so a few
+# graphs must not make many partitions (docs/performance.md).
 BYTES_PER_PARTITION = 256 * 1024
 
 

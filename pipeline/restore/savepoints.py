@@ -349,8 +349,7 @@ def resolve_metadata_files(
 def _stat_local(given: str) -> tuple[str, int, int] | str:
     """A local savepoint's ``_metadata`` as Hadoop's local file system would list it (URI,
     length, modification time in milliseconds), or the error; the same answers as the Hadoop
-    branch of :func:`resolve_metadata_files` without a JVM round trip per call (2.8 s for
-    1,000 savepoints)."""
+    branch of :func:`resolve_metadata_files` without a JVM round trip per call (docs/performance.md)."""
     path = os.path.abspath(local_path(given))
     try:
         st = os.stat(path)
@@ -502,8 +501,8 @@ def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], head
 
     Each partition arrives sorted by savepoint and stream and is decoded savepoint after
     savepoint in one Python pass: a ``groupBy().applyInPandas`` paid a pandas frame per
-    savepoint and, its shuffle coalesced by AQE, ran the whole fleet in one task (7 s of
-    the 1,000-savepoint inventory's 24 s)."""
+    savepoint and, its shuffle coalesced by AQE, ran the whole fleet in one task
+    (docs/performance.md)."""
     paths = local_frame(spark, given, "given string, savepoint_path string")
     named = heads.withColumnRenamed("savepoint", "savepoint_path").join(paths, "savepoint_path")
     schema = struct(SAVEPOINT_STATES_COLUMNS)

@@ -67,7 +67,7 @@ _OP = "__flink_jobgraph_op"  # MERGE source column: 'I' a row to insert, 'D' a g
 # Delta's commit conflicts. In delta-spark's Python API (3.3) the specific ones are NOT
 # subclasses of DeltaConcurrentModificationException (each derives from CapturedException),
 # so catching the base class alone retried none of them: two runs creating the same table
-# at once failed one run with ProtocolChangedException (scripts/fault_trials.py, 2026-11-23).
+# at once failed one run with ProtocolChangedException (scripts/fault_trials.py, docs/faults.md).
 COMMIT_CONFLICTS: tuple[type[Exception], ...] = (
     DeltaConcurrentModificationException,
     ConcurrentAppendException,
@@ -502,8 +502,8 @@ def table_commits(spark: SparkSession, path: str) -> list[tuple[int, str | None]
 
 def _local_commits(path: str) -> list[tuple[int, str | None]]:
     """What ``history()`` says of each commit (version, its run), read from the commit files of
-    a local table: history() runs a Spark job per table, about a second each in a fresh JVM,
-    and a run's first look at an output's eleven tables waited 11 s for them."""
+    a local table: history() runs a Spark job per table, which a fresh JVM pays for table by
+    table (docs/performance.md)."""
     log = os.path.join(path, "_delta_log")
     commits = []
     for name in sorted(os.listdir(log)):
@@ -635,8 +635,8 @@ def read_published(spark: SparkSession, output: str, tables: Sequence[str] | Non
 def is_delta_folder(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` is a folder ``ingest`` wrote (its ``stream_nodes`` is a Delta table: its
     log holds a commit), asked of the file system (:func:`latest_commit`): the first Delta call
-    of a process initialises Delta in the JVM, 1-2 s that a run from spec files (a one-job deploy
-    gate, which reads and writes no table) would pay for nothing."""
+    of a process initialises Delta in the JVM, which a run from spec files (a one-job deploy
+    gate, which reads and writes no table) would pay for nothing (docs/performance.md)."""
     try:
         return latest_commit(spark, table_path(path, "stream_nodes")) is not None
     except Exception:

@@ -11,8 +11,8 @@ here.
 
 A check is a generator that yields each patched graph it needs computed and receives its
 records (:func:`udfs.compute.one_graph.compute_many`): :func:`check_rows_many` runs a
-partition's checks in lockstep and computes each round's patched graphs as one batch. One at a
-time, the proofs were half of a 1,000-check run's decide (20 ms a graph, docs/benchmarks.md).
+partition's checks in lockstep and computes each round's patched graphs as one batch: one graph
+at a time, the proofs were half of a fleet's decide (docs/performance.md).
 """
 
 from __future__ import annotations
