@@ -5,7 +5,7 @@ One job, ``StateStylesJob`` (harness/src/testjobs), declares state in every styl
 descriptor held in a field, one built in a helper method, a base class whose ``open()`` calls an
 overridden method, a CheckpointedFunction's operator list and union list, broadcast state, window
 aggregate and reduce, a window function's per-window and global state, serializer instances,
-timers; and four declarations the exporter cannot resolve before the job runs (a name built at
+a user's own operator, timers; and four declarations the exporter cannot resolve before the job runs (a name built at
 run time, a loop over a collection, a type from a method's argument, a lambda). Its POJO lives
 under ``org.apache.flink.training`` in the job jar.
 
@@ -178,7 +178,7 @@ def test_declared_serializers_are_the_bytes_flink_writes(run, line):
     run-time declarations) by an unresolved entry."""
     spec = run(line)["spec"]
     checked, not_declared = compare(spec, run(line)["saved"])
-    assert checked == 33
+    assert checked == 37
     assert not_declared == RUNTIME_ONLY
     helper = by_name(spec)["field-helper"]["declared_states"]
     assert sum(d["unresolved"] is not None for d in helper) == 4
@@ -234,6 +234,12 @@ def test_each_style_is_found_with_its_basis(run, line):
         assert w["count"]["declared_in"] == "org.apache.flink.streaming.api.windowing.triggers.CountTrigger#onElement"
         assert w["window-timers"]["kind"] == "TIMERS"
 
+    custom = states("custom-operator")
+    assert {k: (v["kind"], v["basis"], v["declared_in"]) for k, v in custom.items()} == {
+        "op-list": ("OPERATOR_LIST", "bytecode", f"{job}$CountingOperator#initializeState"),
+        "op-seen": ("VALUE", "bytecode", f"{job}$CountingOperator#open"),
+        "op-timers": ("TIMERS", "bytecode", f"{job}$CountingOperator#open"),
+    }
     window_state = states("window-state")
     assert (window_state["per-window"]["kind"], window_state["global"]["kind"]) == ("VALUE", "LIST")
     assert window_state["per-window"]["declared_in"] == f"{job}$WindowStateFn#process"  # its context's windowState()

@@ -23,13 +23,21 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.co.KeyedBroadcastProcessFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.InternalTimer;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.operators.Triggerable;
 import org.apache.flink.streaming.api.windowing.windows.GlobalWindow;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.training.jobgraphtest.Opaque;
 import org.apache.flink.training.jobgraphtest.Ride;
 import org.apache.flink.util.Collector;
@@ -52,7 +60,8 @@ import java.util.function.Consumer;
  * BaseRegisteredFn}); a CheckpointedFunction with operator list and union list state ({@link
  * Throttle}); broadcast state ({@link #RULES}); window aggregate and reduce (Flink's own window
  * state and the count trigger's), a window function's per-window and global state, serializer
- * instances ({@code StringSerializer.INSTANCE}, {@code new ListSerializer<>(...)}). Its POJO lives under {@code org.apache.flink.training} in the job
+ * instances ({@code StringSerializer.INSTANCE}, {@code new ListSerializer<>(...)}), a user's own
+ * operator ({@link CountingOperator}). Its POJO lives under {@code org.apache.flink.training} in the job
  * jar.
  *
  * <p>{@code args[0]}: {@code export} (default: {@code execute()}, which the exporter captures) or
@@ -82,6 +91,7 @@ public final class StateStylesJob {
         sink(keyed.countWindow(1_000_000).aggregate(new AvgAgg()).uid("window-aggregate").name("window-aggregate"));
         sink(keyed.countWindow(1_000_000).reduce(new SumReduce()).uid("window-reduce").name("window-reduce"));
         sink(keyed.countWindow(2).process(new WindowStateFn()).uid("window-state").name("window-state"));
+        sink(keyed.transform("custom-operator", Types.LONG, new CountingOperator()).uid("custom-operator"));
         if (mode.startsWith("run:")) {
             run(env, mode.substring("run:".length()));
         } else {
@@ -261,6 +271,40 @@ public final class StateStylesJob {
             ctx.windowState().getState(new ValueStateDescriptor<>("per-window", Long.class)).update(key);
             ctx.globalState().getListState(new ListStateDescriptor<>("global", Types.STRING)).add("k" + key);
         }
+    }
+
+    /**
+     * A user's own operator: keyed state through {@code getPartitionedState} in {@code open()}, a
+     * timer service of its own, operator state in {@code initializeState}.
+     */
+    public static final class CountingOperator extends AbstractStreamOperator<Long>
+            implements OneInputStreamOperator<Long, Long>, Triggerable<Long, VoidNamespace> {
+        private transient ValueState<Long> seen;
+
+        @Override
+        public void initializeState(StateInitializationContext context) throws Exception {
+            super.initializeState(context);
+            context.getOperatorStateStore().getListState(new ListStateDescriptor<>("op-list", Long.class));
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            seen = getPartitionedState(new ValueStateDescriptor<>("op-seen", Long.class));
+            getInternalTimerService("op-timers", VoidNamespaceSerializer.INSTANCE, this);
+        }
+
+        @Override
+        public void processElement(StreamRecord<Long> record) throws Exception {
+            seen.update(record.getValue());
+            output.collect(record);
+        }
+
+        @Override
+        public void onEventTime(InternalTimer<Long, VoidNamespace> timer) {}
+
+        @Override
+        public void onProcessingTime(InternalTimer<Long, VoidNamespace> timer) {}
     }
 
     /** Keyed broadcast: writes the broadcast state, reads it per record. */
