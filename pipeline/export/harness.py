@@ -80,6 +80,9 @@ def ensure_harness(hdir: Path, line: str, rebuild: bool = False, quiet: bool = F
     if proc.returncode != 0 or not jar.is_file():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise ExportError(f"harness build failed ({' '.join(cmd)}):\n{tail}")
+    # Maven leaves the jar as it was when only the test programs changed (src/testjobs): mark it
+    # built now, or every later export would build again
+    os.utime(jar)
     return jar
 
 
