@@ -133,3 +133,81 @@ def test_a_forbidden_edge_is_caught():
     """The rule itself: udfs.flink importing udfs.spec would be refused."""
     assert "udfs.spec" not in ALLOWED["udfs.flink"]
     assert "pipeline.restore" not in ALLOWED["pipeline.compute"]
+
+
+# ------------------------------------------------------------------------------------------------
+#  Sizes a reader can hold: a function of at most 60 lines in pipeline/ and udfs/ (a data literal
+#  -- a table of names, a dict of constants -- does not count), a module of udfs/restore (the
+#  restore rules, which grow with every Flink line) of at most 600.
+# ------------------------------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 60
+MAX_RESTORE_MODULE_LINES = 600
+# "path::function" -> its length, for functions in files others were changing when the limit came
+# in, to be split there; it only shrinks.
+LONG_FUNCTIONS_ALLOWED: dict[str, int] = {}
+
+
+def _is_data(node: ast.AST) -> bool:
+    """A literal made of constants only (strings, numbers, nested lists/tuples/sets/dicts of them)."""
+    if isinstance(node, ast.Constant | ast.JoinedStr):
+        return True
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_is_data(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_data(k) and _is_data(v) for k, v in zip(node.keys, node.values, strict=True))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_data(node.left) and _is_data(node.right)
+    return False
+
+
+def function_lengths(path: Path) -> dict[str, int]:
+    """Each function's (and method's) lines, from its first decorator to its last line, less the
+    lines of the multi-line data literals inside it."""
+    out = {}
+    for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        data: set[int] = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.List | ast.Tuple | ast.Set | ast.Dict) and n.end_lineno != n.lineno and _is_data(n):
+                data |= set(range(n.lineno, (n.end_lineno or n.lineno) + 1))
+        out[f"{fn.name}:{fn.lineno}"] = (fn.end_lineno or fn.lineno) - start + 1 - len(data)
+    return out
+
+
+def test_no_function_in_pipeline_or_udfs_is_longer_than_60_lines():
+    long = {}
+    for path in sorted(p for pkg in ("pipeline", "udfs") for p in (ROOT / pkg).rglob("*.py")):
+        for name, lines in function_lengths(path).items():
+            key = f"{path.relative_to(ROOT).as_posix()}::{name.split(':')[0]}"
+            if lines > max(MAX_FUNCTION_LINES, LONG_FUNCTIONS_ALLOWED.get(key, 0)):
+                long[f"{key} (line {name.split(':')[1]})"] = lines
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them): {long}"
+
+
+def test_the_allowlist_names_only_functions_still_too_long():
+    """An allowed function that was split leaves the list."""
+    lengths = {}
+    for key in LONG_FUNCTIONS_ALLOWED:
+        path, name = key.split("::")
+        lengths[key] = max((n for f, n in function_lengths(ROOT / path).items() if f.split(":")[0] == name), default=0)
+    assert all(n > MAX_FUNCTION_LINES for n in lengths.values()), lengths
+
+
+def test_no_module_of_udfs_restore_is_longer_than_600_lines():
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in sorted((ROOT / "udfs" / "restore").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_RESTORE_MODULE_LINES
+    }
+    assert not long, f"modules of udfs/restore over {MAX_RESTORE_MODULE_LINES} lines: {long}"
+
+
+def test_the_function_length_counts_code_not_data(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        "def f():\n    x = {\n        'a': 1,\n        'b': 2,\n    }\n    return x\n\n\n@dec\ndef g():\n    pass\n"
+    )
+    assert function_lengths(f) == {"f:1": 2, "g:10": 3}

@@ -161,6 +161,38 @@ def _iterations(spark: SparkSession, group: str, before: set[int] | None = None)
     return len(names)
 
 
+def _connected_components(
+    graphframes: Any, ids: DataFrame, edges: DataFrame, settings: Settings
+) -> tuple[DataFrame, int]:
+    """GraphFrames' connected components and the iterations it ran. They run eagerly inside
+    connectedComponents(), several small Spark jobs each, counted by their job group: the
+    caller's when one is set (a notebook's or a scheduler's, whose cancelJobGroup must reach
+    these jobs too), else one of our own that is taken off again afterwards.
+    ``graphframes_spark_conf`` applies to those jobs only."""
+    spark = ids.sparkSession
+    conf = settings.chains
+    sc = spark.sparkContext
+    caller = sc.getLocalProperty("spark.jobGroup.id")
+    group = caller or f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
+    before = set(sc.statusTracker().getJobIdsForGroup(group)) if caller else set()
+    with _session_conf(spark, dict(conf.graphframes_spark_conf)), warnings.catch_warnings():
+        for message in _WRAPPER_WARNINGS:
+            warnings.filterwarnings("ignore", message=re.escape(message), category=UserWarning)
+        if caller is None:
+            sc.setJobGroup(group, "chains: GraphFrames connected components")
+        try:
+            cc = graphframes.GraphFrame(ids, edges).connectedComponents(
+                algorithm=conf.graphframes_algorithm,
+                checkpointInterval=conf.graphframes_checkpoint_interval,
+                broadcastThreshold=conf.graphframes_broadcast_threshold,
+            )
+        finally:
+            if caller is None:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+                sc.setLocalProperty("spark.job.description", None)
+    return cc, _iterations(spark, group, before)
+
+
 def _graphframes(
     chain_edges: DataFrame, settings: Settings, shortcuts: DataFrame | None, graph_ids: DataFrame | None
 ) -> tuple[DataFrame, int]:
@@ -192,31 +224,7 @@ def _graphframes(
     # Only nodes on a chainable edge: every other node is a chain of its own (its own root).
     # The vertices are bare ids; graph and node come back from an id by arithmetic.
     ids = gf_edges.select(F.col("src").alias("id")).union(gf_edges.select(F.col("dst").alias("id"))).distinct()
-    conf = settings.chains
-    sc = spark.sparkContext
-    # GraphFrames' iterations run eagerly inside connectedComponents(), several small Spark
-    # jobs each, counted by their job group: the caller's when one is set (a notebook's or a
-    # scheduler's, whose cancelJobGroup must reach these jobs too), else one of our own that
-    # is taken off again afterwards. ``graphframes_spark_conf`` applies to those jobs only.
-    caller = sc.getLocalProperty("spark.jobGroup.id")
-    group = caller or f"flink-jobgraph-chains-{uuid.uuid4().hex[:8]}"
-    before = set(sc.statusTracker().getJobIdsForGroup(group)) if caller else set()
-    with _session_conf(spark, dict(conf.graphframes_spark_conf)), warnings.catch_warnings():
-        for message in _WRAPPER_WARNINGS:
-            warnings.filterwarnings("ignore", message=re.escape(message), category=UserWarning)
-        if caller is None:
-            sc.setJobGroup(group, "chains: GraphFrames connected components")
-        try:
-            cc = graphframes.GraphFrame(ids, gf_edges).connectedComponents(
-                algorithm=conf.graphframes_algorithm,
-                checkpointInterval=conf.graphframes_checkpoint_interval,
-                broadcastThreshold=conf.graphframes_broadcast_threshold,
-            )
-        finally:
-            if caller is None:
-                sc.setLocalProperty("spark.jobGroup.id", None)
-                sc.setLocalProperty("spark.job.description", None)
-    iterations = _iterations(spark, group, before)
+    cc, iterations = _connected_components(graphframes, ids, gf_edges, settings)
 
     def node_of(col: str):
         return (F.col(col) % F.lit(2**32) - F.lit(_NODE_OFFSET)).cast("int")

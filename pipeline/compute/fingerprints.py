@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -88,16 +89,9 @@ def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | 
     it and the published view moves past it (pipeline/tables/delta_writer.published_versions)."""
     if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
         return Known()  # an output no run has written yet, or one an earlier release wrote
-    names = COMMAND_TABLES["compute"]
-    for name, columns in _COLUMNS.items():  # tables an earlier release wrote: every graph again
-        path = table_path(output, name)
-        if DeltaTable.isDeltaTable(spark, path):
-            missing = [c for c in columns if c not in spark.read.format("delta").load(path).columns]
-            if missing:
-                if say:
-                    say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
-                return Known()
-    touched = touched_keys(spark, output, names, "graph_id")
+    if _written_by_an_earlier_release(spark, output, say):
+        return Known()
+    touched = touched_keys(spark, output, COMMAND_TABLES["compute"], "graph_id")
     tables = read_published(spark, output, [TABLE, "graph_errors"])
     table = tables[TABLE]
     for column, dtype in (("line_key", "string"), ("stream_nodes", "int")):  # a table an earlier release wrote
@@ -116,6 +110,24 @@ def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | 
         if say:
             say(f"the output holds commits of a run that did not publish (killed, or still running): "
                 f"its {len(skip_ids)} graphs are computed again")  # fmt: skip
+    return _known(rows, rejected_from, skip_ids)
+
+
+def _written_by_an_earlier_release(spark: SparkSession, output: str, say: Callable[[str], None] | None) -> bool:
+    """A table an earlier release wrote lacks columns this one writes: every graph is computed again."""
+    for name, columns in _COLUMNS.items():
+        path = table_path(output, name)
+        if DeltaTable.isDeltaTable(spark, path):
+            missing = [c for c in columns if c not in spark.read.format("delta").load(path).columns]
+            if missing:
+                if say:
+                    say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
+                return True
+    return False
+
+
+def _known(rows: pd.DataFrame, rejected_from: dict[str, str], skip_ids: set[str]) -> Known:
+    """The published fingerprint rows as :class:`Known`, less the graphs ``skip_ids`` names."""
     known = Known()
     nodes = read_spec.nulls_as_none(rows["stream_nodes"])
     for gid, fp, key, n in zip(rows["graph_id"], rows["fingerprint"], rows["line_key"], nodes, strict=True):

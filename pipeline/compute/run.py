@@ -221,71 +221,100 @@ def compute_run(
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
     skip, lines = None, None
     if from_texts:
-        version = fingerprints.rules_version(settings)
-        held = fingerprints.Known(graphs=known or {})  # check-restore's second pass: the graphs it names
-        if known is None and not full and output is not None:
-            held = fingerprints.known_graphs(spark, output, progress.say)
-            if held.graphs:
-                progress.say(
-                    f"incremental: the output holds {len(held.graphs)} graphs' fingerprints, "
-                    f"{len(held.lines)} of them with the key of their line's bytes; rules version {version}"
-                )
-        known = held.graphs
-        bc = spark.sparkContext.broadcast
-        lines = read_spec.KnownLines(line_salt(version), bc(held.lines) if held.lines else None)
-        skip = fused.Skip(version, bc(known) if known else None, bc(held.keys) if held.keys else None)
+        skip, lines, known = _incremental(spark, output, settings, progress, full, known)
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
-    rows = _timed(
-        summary,
-        progress,
-        "read+compute",
-        lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip, lines),
-        spark,
-        count_graphs=from_texts,
-    )
+    stage = lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip, lines)  # noqa: E731
+    rows = _timed(summary, progress, "read+compute", stage, spark, count_graphs=from_texts)
     progress.per_graph_rows(rows)
     counts = _count(spark, rows, summary, progress)
     roots = _timed(summary, progress, "chains", lambda: _chains(rows, counts, settings, summary), spark)
     chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(roots, counts), spark)
     rows, errors, rejected = _rejections(spark, rows, counts, chain_errors, summary)
 
-    operators = FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS)
-    vertices = fused.vertex_rows(rows)
-    job_edges = FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS)
-    graphs = None  # with rejected graphs the tables are the counted rows less theirs: counted again
-    if not rejected:
-        summary.job_vertices, summary.job_edges = counts.rows.get("vertex", 0), counts.rows.get("job_edge", 0)
-        graphs = {
-            "operators": counts.graphs.get("operator", 0),
-            "job_vertices": counts.graphs.get("vertex", 0),
-            "job_edges": counts.graphs.get("job_edge", 0),
-        }
+    kept = {
+        "operators": FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS),
+        "job_vertices": fused.vertex_rows(rows),
+        "job_edges": FUSED_ROWS.rows(rows, "job_edge").select(*JOB_EDGE_COLUMNS),
+        "graph_errors": errors,
+    }
+    # with rejected graphs the tables are the counted rows less theirs: counted again
+    graphs = None if rejected else _counted_tables(summary, counts)
     run_ids = _run_ids(spark, counts, rejected)
-    tables = [operators, vertices, job_edges, errors]
     graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
-    fingerprint_ids = None
-    if graph_fps is not None:
-        tables.append(fingerprints.rows(graph_fps, skip.rules_version))
-        if counts.rekeyed:  # graphs skipped but read from other bytes: their row gets the new key
-            rekeyed = graph_fps.where(F.col("rekeyed")).select("graph_id")
-            fingerprint_ids = run_ids.unionByName(rekeyed).distinct()
-    else:  # from an ingested folder: no texts to fingerprint, so none kept for its graphs
-        tables.append(local_frame(spark, [], fingerprints.SCHEMA))
+    tables, fingerprint_ids = _tables(spark, list(kept.values()), graph_fps, skip, counts, run_ids)
     compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
     _write_and_count(
         spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids
     )
-    kept = {"operators": operators, "job_vertices": vertices, "job_edges": job_edges, "graph_errors": errors}
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
-    if not keep_stream:
-        stream = None
-    elif ingested is not None:
-        stream = ingested
-    else:
-        stream = stream_tables_of(rows)
-        stream.errors = errors
-    return ComputeRun(summary, stream, kept)
+    return ComputeRun(summary, _stream(keep_stream, ingested, rows, errors), kept)
+
+
+def _stream(keep: bool, ingested: StreamTables | None, rows: DataFrame, errors: DataFrame) -> StreamTables | None:
+    """The stream tables of the run's graphs, when kept: an ingested folder's, else the rows'."""
+    if not keep:
+        return None
+    if ingested is not None:
+        return ingested
+    stream = stream_tables_of(rows)
+    stream.errors = errors
+    return stream
+
+
+def _incremental(
+    spark: SparkSession,
+    output: str | None,
+    settings: Settings,
+    progress: Progress,
+    full: bool,
+    known: dict[str, str] | None,
+) -> tuple[fused.Skip, read_spec.KnownLines, dict[str, str]]:
+    """What a run from spec texts may skip: the graphs (and line keys) the output's fingerprints
+    hold, or the ones check-restore's second pass names (``known``); none when ``full``."""
+    version = fingerprints.rules_version(settings)
+    held = fingerprints.Known(graphs=known or {})  # check-restore's second pass: the graphs it names
+    if known is None and not full and output is not None:
+        held = fingerprints.known_graphs(spark, output, progress.say)
+        if held.graphs:
+            progress.say(
+                f"incremental: the output holds {len(held.graphs)} graphs' fingerprints, "
+                f"{len(held.lines)} of them with the key of their line's bytes; rules version {version}"
+            )
+    bc = spark.sparkContext.broadcast
+    lines = read_spec.KnownLines(line_salt(version), bc(held.lines) if held.lines else None)
+    skip = fused.Skip(version, bc(held.graphs) if held.graphs else None, bc(held.keys) if held.keys else None)
+    return skip, lines, held.graphs
+
+
+def _counted_tables(summary: RunSummary, counts: _Counts) -> dict[str, int]:
+    """The graphs with rows in each JobGraph table, as the one counting pass found them (and the
+    summary's vertex and edge counts)."""
+    summary.job_vertices, summary.job_edges = counts.rows.get("vertex", 0), counts.rows.get("job_edge", 0)
+    return {
+        "operators": counts.graphs.get("operator", 0),
+        "job_vertices": counts.graphs.get("vertex", 0),
+        "job_edges": counts.graphs.get("job_edge", 0),
+    }
+
+
+def _tables(
+    spark: SparkSession,
+    jobgraph: list[DataFrame],
+    graph_fps: DataFrame | None,
+    skip: fused.Skip | None,
+    counts: _Counts,
+    run_ids: DataFrame,
+) -> tuple[list[DataFrame], DataFrame | None]:
+    """The tables the run writes, in COMMAND_TABLES' order (the JobGraph tables, graph_errors,
+    graph_fingerprints), and the ids whose fingerprint rows it replaces (None: the run's)."""
+    if graph_fps is None or skip is None:  # from an ingested folder: no texts to fingerprint, none kept
+        return [*jobgraph, local_frame(spark, [], fingerprints.SCHEMA)], None
+    fingerprint_ids = None
+    if counts.rekeyed:  # graphs skipped but read from other bytes: their row gets the new key
+        rekeyed = graph_fps.where(F.col("rekeyed")).select("graph_id")
+        fingerprint_ids = run_ids.unionByName(rekeyed).distinct()
+    return [*jobgraph, fingerprints.rows(graph_fps, skip.rules_version)], fingerprint_ids
 
 
 def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataFrame:

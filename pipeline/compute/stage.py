@@ -174,6 +174,29 @@ def _batch_rows(
     the output holds already is not computed (:class:`Skip`)."""
     clock = StepClock()
     t = time.perf_counter()
+    loaded, errors, skipped, fingerprints = _load(batch, limits, skip)
+    columns, files, parsed = _parse(loaded, limits, errors)
+    columns, files, parsed, repeated = _without_repeated_ids(columns, files, parsed)
+    clock.add("parse+validate", t)
+    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph, emit) if parsed or columns.graphs else {}
+    for err in errors:
+        rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
+        rows.setdefault("graph", []).append(
+            {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
+        )
+    for gid, source_file, node_count in repeated + skipped:
+        graph_row = {"source_file": [source_file], "node_count": [node_count], "graph_id": [gid]}
+        rows.setdefault("graph", []).append(graph_row)
+    if fingerprints["graph_id"]:
+        rows.setdefault("fingerprint", []).append(fingerprints)
+    return rows, clock
+
+
+def _load(
+    batch: pd.DataFrame, limits: Limits, skip: Skip | None
+) -> tuple[list[tuple[Any, str, str]], list[dict], list[tuple[str, str, int | None]], dict[str, list]]:
+    """The batch's texts as JSON: (loaded (JSON, text, file), error rows, the graphs skipped as
+    unchanged (id, file, node count), the fingerprint rows' columns)."""
     loaded, errors, skipped = [], [], []
     known = skip.fingerprints() if skip else {}
     stored_keys = skip.line_keys() if skip else {}
@@ -212,6 +235,14 @@ def _batch_rows(
                 skipped.append((graph_id, source_file, n_nodes))
                 continue
         loaded.append((obj, value, source_file))
+    return loaded, errors, skipped, fingerprints
+
+
+def _parse(
+    loaded: list[tuple[Any, str, str]], limits: Limits, errors: list[dict]
+) -> tuple[ParsedBatch, list[str], list[tuple[Any, str]]]:
+    """The loaded graphs checked: (the columnar batch, its graphs' files, the graphs checked one
+    by one with their files); a graph that breaches the contract adds its row to ``errors``."""
     # The columnar checks over the whole batch; the graphs they do not accept are checked one
     # by one (which names what is wrong). Should the columnar pass itself fail (a bug), every
     # graph goes the checked way: no graph is lost to it.
@@ -221,7 +252,7 @@ def _batch_rows(
         columns, rest = parse_batch([]), list(range(len(loaded)))
     # The parsed JSON (several times the text's size) is not needed past the columnar checks:
     # dropped before the batch is computed, it is not part of the worker's peak memory.
-    loaded = [(None, value, source_file) for _, value, source_file in loaded]
+    loaded[:] = [(None, value, source_file) for _, value, source_file in loaded]
     files = [loaded[p][2] for p in columns.positions]
     parsed = []
     for p in rest:
@@ -232,6 +263,13 @@ def _batch_rows(
             errors.append(result)
         else:
             parsed.append((result, loaded[p][2]))
+    return columns, files, parsed
+
+
+def _without_repeated_ids(
+    columns: ParsedBatch, files: list[str], parsed: list[tuple[Any, str]]
+) -> tuple[ParsedBatch, list[str], list[tuple[Any, str]], list[tuple[str, str, int]]]:
+    """The batch less every graph whose graph_id it holds twice, and those (id, file, node count)."""
     counts = Counter([pg.graph["graph_id"] for pg, _ in parsed] + [g["graph_id"] for g in columns.graphs])
     repeated = [(pg.graph["graph_id"], f, len(pg.nodes)) for pg, f in parsed if counts[pg.graph["graph_id"]] > 1]
     repeated += [
@@ -243,19 +281,7 @@ def _batch_rows(
     keep = [counts[g["graph_id"]] == 1 for g in columns.graphs]
     if not all(keep):
         columns, files = columns.select(keep), [f for f, k in zip(files, keep, strict=True) if k]
-    clock.add("parse+validate", t)
-    rows = _compute_isolated(parsed, columns, files, clock, raise_in_graph, emit) if parsed or columns.graphs else {}
-    for err in errors:
-        rows.setdefault("error", []).append({k: [err[k]] for k in ERROR_COLUMNS})
-        rows.setdefault("graph", []).append(
-            {"source_file": [err["source_file"]], "node_count": [None], "graph_id": [err["graph_id"]]}
-        )
-    for gid, source_file, node_count in repeated + skipped:
-        graph_row = {"source_file": [source_file], "node_count": [node_count], "graph_id": [gid]}
-        rows.setdefault("graph", []).append(graph_row)
-    if fingerprints["graph_id"]:
-        rows.setdefault("fingerprint", []).append(fingerprints)
-    return rows, clock
+    return columns, files, parsed, repeated
 
 
 def _compute_isolated(

@@ -114,32 +114,9 @@ def report(
 def _check_lines(tables: _Tables) -> tuple[list[CheckLine], dict[str, dict[str, str]]]:
     """Every check with its fixes, lost operators, problem count, Flink line and operator name (one
     Spark job, and one for the fix rows); and per check its LOST operators with the line saying so."""
-    checks = tables.get("restore_checks")
-    ops, sp_ops = tables.get("operators"), tables.get("savepoint_operators")
-    fix_df, matches, problems = (tables.get(t) for t in ("restore_fixes", "restore_operator_matches",
-                                                         "restore_state_problems"))  # fmt: skip
-    rows = checks
-    if ops is not None:
-        rows = rows.join(ops.select("graph_id", "flink_version").distinct(), "graph_id", "left")
-        by_id = ops.select("graph_id", "operator_id", "name").unionByName(
-            ops.select("graph_id", F.col("user_operator_id").alias("operator_id"), "name")
-        )
-        names = by_id.groupBy("graph_id", "operator_id").agg(F.min("name").alias("new_name"))
-        rows = rows.join(names, ["graph_id", "operator_id"], "left")
-    if sp_ops is not None:
-        saved = sp_ops.where(F.col("operator_name").isNotNull()).groupBy("savepoint", "operator_id")
-        rows = rows.join(saved.agg(F.min("operator_name").alias("saved_name")), ["savepoint", "operator_id"], "left")
-    if problems is not None:
-        failing = problems.where(F.col("verdict") == FAILS).groupBy("check_id").agg(F.count("*").alias("n_state"))
-        rows = rows.join(failing, "check_id", "left")
-    if matches is not None:
-        lost_ops = (
-            matches.where(F.col("status") == "LOST")
-            .groupBy("check_id")
-            .agg(F.collect_list(F.struct("operator_id", "has_state", "state_size")).alias("lost"))
-        )
-        rows = rows.join(lost_ops, "check_id", "left")
+    rows = _joined_checks(tables)
     fixes: dict[str, list] = defaultdict(list)
+    fix_df = tables.get("restore_fixes")
     if fix_df is not None:
         for r in fix_df.orderBy("check_id", "proof_round", "operator_id", "fix_code").collect():
             fixes[r.check_id].append(r)
@@ -176,6 +153,35 @@ def _check_lines(tables: _Tables) -> tuple[list[CheckLine], dict[str, dict[str, 
             )
         )
     return out, lost
+
+
+def _joined_checks(tables: _Tables) -> DataFrame:
+    """``restore_checks`` with what the page shows of each check from the other tables: the Flink
+    line and the operator's name (new, else saved), the failing state problems, the LOST operators."""
+    ops, sp_ops = tables.get("operators"), tables.get("savepoint_operators")
+    matches, problems = tables.get("restore_operator_matches"), tables.get("restore_state_problems")
+    rows = tables.get("restore_checks")
+    if ops is not None:
+        rows = rows.join(ops.select("graph_id", "flink_version").distinct(), "graph_id", "left")
+        by_id = ops.select("graph_id", "operator_id", "name").unionByName(
+            ops.select("graph_id", F.col("user_operator_id").alias("operator_id"), "name")
+        )
+        names = by_id.groupBy("graph_id", "operator_id").agg(F.min("name").alias("new_name"))
+        rows = rows.join(names, ["graph_id", "operator_id"], "left")
+    if sp_ops is not None:
+        saved = sp_ops.where(F.col("operator_name").isNotNull()).groupBy("savepoint", "operator_id")
+        rows = rows.join(saved.agg(F.min("operator_name").alias("saved_name")), ["savepoint", "operator_id"], "left")
+    if problems is not None:
+        failing = problems.where(F.col("verdict") == FAILS).groupBy("check_id").agg(F.count("*").alias("n_state"))
+        rows = rows.join(failing, "check_id", "left")
+    if matches is not None:
+        lost_ops = (
+            matches.where(F.col("status") == "LOST")
+            .groupBy("check_id")
+            .agg(F.collect_list(F.struct("operator_id", "has_state", "state_size")).alias("lost"))
+        )
+        rows = rows.join(lost_ops, "check_id", "left")
+    return rows
 
 
 def _fix_line(f: Row) -> FixLine:

@@ -154,13 +154,7 @@ def run_checks(
     if output is not None:
         version = incremental.restore_rules_version(settings, prove_fixes)
         fps = _check_fingerprints(spark, lines, graph_fps, version)
-        known = {} if full else incremental.known_checks(spark, output, progress.say)
-        decide = [c for c in lines if fps[c.line] is None or known.get(c.check_id) != fps[c.line]]
-        summary.checks_unchanged = len(lines) - len(decide)
-        if known:
-            progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
-        lines = decide
-        compare = compares_rows(len(decide), len(known))
+        lines, compare = _changed_checks(spark, output, lines, fps, full, progress, summary)
         run = _with_skipped_graphs(spark, run, graphs_path, settings, progress, lines, graph_fps)
     stream = _stream_of(spark, run, graphs_path)
     savepoints = _read_savepoints(spark, lines, stream)
@@ -186,6 +180,34 @@ def run_checks(
                compare)  # fmt: skip
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
+    _count_fixes(summary, fixes)
+    tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
+              "restore_state_problems": problems}  # fmt: skip
+    return RestoreRun(summary, tables)
+
+
+def _changed_checks(
+    spark: SparkSession,
+    output: str,
+    lines: list[CheckLine],
+    fps: dict[str, str | None],
+    full: bool,
+    progress: Progress,
+    summary: RestoreSummary,
+) -> tuple[list[CheckLine], bool]:
+    """The checks to decide: those whose fingerprint the output's published run does not hold
+    (every one when ``full``), and whether their rows are compared before they are written."""
+    known = {} if full else incremental.known_checks(spark, output, progress.say)
+    decide = [c for c in lines if fps[c.line] is None or known.get(c.check_id) != fps[c.line]]
+    summary.checks_unchanged = len(lines) - len(decide)
+    if known:
+        progress.say(f"incremental: {summary.checks_unchanged} of {len(lines)} checks unchanged, not decided again")
+    return decide, compares_rows(len(decide), len(known))
+
+
+def _count_fixes(summary: RestoreSummary, fixes: DataFrame) -> None:
+    """The summary's fix counts, in one Spark job: spec fixes (proven or not), problems without
+    a fix, state advice, proof rounds."""
     spec_fix = F.col("advice_code").isNull() & F.col("fix_code").isNotNull()
     counts = fixes.agg(
         F.sum(spec_fix.cast("int")),
@@ -197,9 +219,6 @@ def run_checks(
     ).first()
     (summary.fixes, summary.fixes_verified, summary.fixes_not_proven, summary.problems_without_fix,
      summary.state_advice, summary.proof_rounds) = (int(v or 0) for v in counts)  # fmt: skip
-    tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
-              "restore_state_problems": problems}  # fmt: skip
-    return RestoreRun(summary, tables)
 
 
 @dataclass
@@ -344,6 +363,33 @@ def _decide(
     """(line, table, row JSON) for every check: one grouped pandas UDF over groups of about
     CHECKS_PER_GROUP checks. ``computed``: the run's own job_vertices and operators
     (:class:`ComputeRun`)."""
+    rows = _check_inputs(checks, savepoints, stream, computed)
+
+    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values("line", kind="stable")
+        lines, kinds, payloads = (pdf[c].to_numpy() for c in ("line", "kind", "payload"))
+        starts = [0, *(np.flatnonzero(lines[1:] != lines[:-1]) + 1).tolist(), len(lines)]
+        spans = list(itertools.pairwise(starts))
+        decided = check_rows_many([(kinds[a:b], payloads[a:b]) for a, b in spans], prove)
+        out_line, out_table, out_row = [], [], []
+        for (a, b), out in zip(spans, decided, strict=True):
+            if isinstance(out, Exception):  # one check never aborts the run
+                out = [_internal_error_row(kinds[a:b], payloads[a:b], out)]
+            out_line += [lines[a]] * len(out)
+            out_table += [t for t, _ in out]
+            out_row += [r for _, r in out]
+        return pd.DataFrame({"line": out_line, "table": out_table, "row": out_row})
+
+    groups = max(1, -(-check_count // CHECKS_PER_GROUP))
+    grouped = rows.withColumn("_group", F.pmod(F.hash("line"), F.lit(groups)))
+    return grouped.groupBy("_group").applyInPandas(per_group, _OUT_SCHEMA)
+
+
+def _check_inputs(
+    checks: DataFrame, savepoints: SavepointTables, stream: StreamTables, computed: dict[str, DataFrame]
+) -> DataFrame:
+    """(line, kind, JSON payload) rows: each check's own, its new graph's (job vertices,
+    operators, graph, nodes, edges), the old graph's, its savepoint's operators and state heads."""
     sp_ops = savepoints.operators
     by_graph = (
         _payload(computed["job_vertices"], "vx", "graph_id", VERTEX_FIELDS)
@@ -381,25 +427,7 @@ def _decide(
         .unionByName(sp_rows.select(*_IN_COLS))
         .unionByName(st_rows.select(*_IN_COLS))
     )
-
-    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values("line", kind="stable")
-        lines, kinds, payloads = (pdf[c].to_numpy() for c in ("line", "kind", "payload"))
-        starts = [0, *(np.flatnonzero(lines[1:] != lines[:-1]) + 1).tolist(), len(lines)]
-        spans = list(itertools.pairwise(starts))
-        decided = check_rows_many([(kinds[a:b], payloads[a:b]) for a, b in spans], prove)
-        out_line, out_table, out_row = [], [], []
-        for (a, b), out in zip(spans, decided, strict=True):
-            if isinstance(out, Exception):  # one check never aborts the run
-                out = [_internal_error_row(kinds[a:b], payloads[a:b], out)]
-            out_line += [lines[a]] * len(out)
-            out_table += [t for t, _ in out]
-            out_row += [r for _, r in out]
-        return pd.DataFrame({"line": out_line, "table": out_table, "row": out_row})
-
-    groups = max(1, -(-check_count // CHECKS_PER_GROUP))
-    grouped = rows.withColumn("_group", F.pmod(F.hash("line"), F.lit(groups)))
-    return grouped.groupBy("_group").applyInPandas(per_group, _OUT_SCHEMA)
+    return rows
 
 
 def _internal_error_row(kinds: np.ndarray, payloads: np.ndarray, e: Exception) -> tuple[str, str]:

@@ -169,34 +169,11 @@ def write_run(
         say(f"delta write: run {run_id.split('~')[0]} starts, {len(ids)} graphs")
     try:
         with ThreadPoolExecutor(max_workers=len(writes)) as pool:
-            futures = {
-                w.name: pool.submit(
-                    _unchanged
-                    if not ids and w.ids is None and DeltaTable.isDeltaTable(spark, table_path(output, w.name))
-                    else _replace_with_retry,
-                    spark,
-                    output,
-                    w.name,
-                    w.rows,
-                    w.ids if w.ids is not None else run_ids,
-                    tag,
-                    say,
-                    w.key_count,
-                    w.key,
-                    deletion_vectors,
-                    w.compare,
-                    replace_where_max_keys,
-                )
-                for w in writes
-            }
-            for name, fut in futures.items():
-                commit.tables[name] = fut.result()  # re-raises the first failure; nothing is published
-                if say:
-                    c = commit.tables[name]
-                    if c.added_columns:
-                        say(f"delta write: {name}: columns added by this release: {', '.join(c.added_columns)}")
-                    keys = _KEY_WORDS.get(next(w.key for w in writes if w.name == name), "keys")
-                    say(f"delta write: {name} at version {c.version}, {c.rewritten_graphs} {keys} rewritten")
+            options = (run_ids, bool(ids), tag, say, deletion_vectors, replace_where_max_keys)
+            futures = {w.name: pool.submit(_write_table, spark, output, w, *options) for w in writes}
+            for w in writes:
+                commit.tables[w.name] = futures[w.name].result()  # re-raises the first failure; nothing is published
+                _say_table(say, w, commit.tables[w.name])
         _publish(spark, output, commit, ids, counts)
         if say:
             say("delta write: run published")
@@ -208,10 +185,34 @@ def write_run(
     return commit
 
 
-def _unchanged(spark: SparkSession, output: str, table: str, *_args: object) -> TableCommit:
-    """A run about no keys (an incremental run that found every graph unchanged) leaves an
-    existing table as it is: its latest version holds the run's (no) rows."""
-    return TableCommit(_latest_version(spark, table_path(output, table)), 0, 1)
+def _say_table(say: Callable[[str], None] | None, w: TableWrite, c: TableCommit) -> None:
+    if not say:
+        return
+    if c.added_columns:
+        say(f"delta write: {w.name}: columns added by this release: {', '.join(c.added_columns)}")
+    say(f"delta write: {w.name} at version {c.version}, {c.rewritten_graphs} {_KEY_WORDS.get(w.key, 'keys')} rewritten")
+
+
+def _write_table(
+    spark: SparkSession,
+    output: str,
+    w: TableWrite,
+    run_ids: DataFrame,
+    run_has_ids: bool,
+    tag: str,
+    say: Callable[[str], None] | None,
+    deletion_vectors: bool,
+    replace_where_max_keys: int,
+) -> TableCommit:
+    """One table of a run. A run about no keys (an incremental run that found every graph
+    unchanged) leaves an existing table as it is: its latest version holds the run's (no) rows."""
+    path = table_path(output, w.name)
+    if not run_has_ids and w.ids is None and DeltaTable.isDeltaTable(spark, path):
+        return TableCommit(_latest_version(spark, path), 0, 1)
+    return _replace_with_retry(
+        spark, output, w.name, w.rows, w.ids if w.ids is not None else run_ids, tag, say, w.key_count, w.key,
+        deletion_vectors, w.compare, replace_where_max_keys,
+    )  # fmt: skip
 
 
 def replace_graphs(
@@ -272,29 +273,12 @@ def _replace_once(
     # Delta more than the rows.
     rows = rows.coalesce(spark.sparkContext.defaultParallelism)  # never adds partitions
     if not DeltaTable.isDeltaTable(spark, path):
-        # The first run creates the table with its rows in commit 0. "errorifexists" makes a
-        # creation race fail as a concurrent modification (and retry as a MERGE) instead of
-        # appending over a table another run just created. File statistics only for graph_id,
-        # the first column: it is what runs and queries filter on; the other columns are mostly
-        # random hash IDs whose min/max skip nothing (see bench/README.md). Deletion vectors:
-        # a later MERGE marks a replaced graph's rows deleted instead of rewriting their files.
-        try:
-            (
-                rows.write.format("delta")
-                .option("delta.dataSkippingNumIndexedCols", "1")
-                .option("delta.enableDeletionVectors", str(deletion_vectors).lower())
-                .mode("errorifexists")
-                .save(path)
-            )
-        except AnalysisException as e:
-            if "already exist" not in str(e):  # Delta: "Cannot write to already existent path"
-                raise
-            raise _CreatedConcurrently(str(e)) from e
+        _create(rows, path, deletion_vectors)
         # The write created the table: its commit is version 0 (a concurrent creation fails
-        # it, above), whatever other runs committed since.
+        # it), whatever other runs committed since.
         return 0, graph_count if graph_count is not None else rows.select(key).distinct().count()
 
-    table = DeltaTable.forPath(spark, path)
+    table = DeltaTable.forPath(spark, path)  # the MERGE's snapshot: taken before the version the compare reads
     read_version = _latest_version(spark, path)
     current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
     columns = current.columns
@@ -320,7 +304,35 @@ def _replace_once(
         )
         return _committed(spark, path, tag, len(keys))
     n_changed = changed.count()
-    types = dict(current.dtypes)
+    _merge(table, rows, changed, dict(current.dtypes), columns, key)
+    return _committed(spark, path, tag, n_changed)
+
+
+def _create(rows: DataFrame, path: str, deletion_vectors: bool) -> None:
+    """The first run creates the table with its rows in commit 0. "errorifexists" makes a
+    creation race fail as a concurrent modification (and retry as a MERGE) instead of appending
+    over a table another run just created. File statistics only for graph_id, the first column:
+    it is what runs and queries filter on; the other columns are mostly random hash IDs whose
+    min/max skip nothing (see bench/README.md). Deletion vectors: a later MERGE marks a replaced
+    graph's rows deleted instead of rewriting their files."""
+    try:
+        (
+            rows.write.format("delta")
+            .option("delta.dataSkippingNumIndexedCols", "1")
+            .option("delta.enableDeletionVectors", str(deletion_vectors).lower())
+            .mode("errorifexists")
+            .save(path)
+        )
+    except AnalysisException as e:
+        if "already exist" not in str(e):  # Delta: "Cannot write to already existent path"
+            raise
+        raise _CreatedConcurrently(str(e)) from e
+
+
+def _merge(
+    table: DeltaTable, rows: DataFrame, changed: DataFrame, types: dict[str, str], columns: list[str], key: str
+) -> None:
+    """One MERGE replacing the changed keys' rows: a delete marker per key, then its new rows."""
     markers = changed.select(
         *[F.col(c) if c == key else F.lit(None).cast(types[c]).alias(c) for c in columns],
         F.lit("D").alias(_OP),
@@ -333,7 +345,6 @@ def _replace_once(
         .whenNotMatchedInsert(condition=f"s.{_OP} = 'I'", values={c: f"s.`{c}`" for c in columns})
         .execute()
     )
-    return _committed(spark, path, tag, n_changed)
 
 
 def sql_string(value: str) -> str:
