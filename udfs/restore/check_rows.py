@@ -29,6 +29,7 @@ from udfs.restore import rules as rr
 from udfs.restore import state_rules as sr
 from udfs.restore.state_fixes import advice_for
 from udfs.savepoint.state_streams import StreamHead, operator_states
+from udfs.spec.contract import graph_spec_fields
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy", "max_parallelism"]
 OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id", "chain_index"]
@@ -74,8 +75,9 @@ def external_pointer(check: dict[str, Any], sp_rows: list[dict]) -> str:
 
 def spec_of(graph: dict[str, Any], nodes: list[dict], edges: list[dict]) -> dict[str, Any]:
     """The spec (SPEC section 1) of a graph from its stream rows: every field as the contract
-    checks read it (defaults applied), edges in their spec order."""
-    spec = {k: v for k, v in graph.items() if k != "source_file"}
+    checks read it (defaults applied; the JSON-text fields as objects again), edges in their
+    spec order."""
+    spec = graph_spec_fields({k: v for k, v in graph.items() if k != "source_file"})
     spec["nodes"] = [{("id" if k == "node_id" else k): v for k, v in n.items() if k != "graph_id"} for n in nodes]
     ordered = sorted(edges, key=lambda e: e["edge_idx"])
     spec["edges"] = [{k: v for k, v in e.items() if k not in ("graph_id", "edge_idx")} for e in ordered]

@@ -200,6 +200,22 @@ def _json_object_text(value: Any, what: str) -> str | None:
     return json.dumps(_object(value, what), sort_keys=True, separators=(",", ":"))
 
 
+# The graph fields the stream rows keep as canonical JSON text (one column whatever their shape);
+# a spec holds them as JSON objects, and the contract rejects a string there.
+JSON_TEXT_GRAPH_FIELDS = ("user_classes", "serializer_modules")
+
+
+def graph_spec_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A graph row of the stream tables back in the spec's form: its JSON-text fields as the
+    objects the spec holds, so that a spec rebuilt from rows (a fix proof's patched graph) passes
+    the contract that made the rows. The inverse of :func:`graph_fields` for those fields."""
+    out = dict(row)
+    for name in JSON_TEXT_GRAPH_FIELDS:
+        if isinstance(out.get(name), str):
+            out[name] = json.loads(out[name])
+    return out
+
+
 def _modules_text(value: Any) -> str | None:
     """Graph field ``serializer_modules``: optional module -> whether the job's class path loads it."""
     text = _json_object_text(value, "serializer_modules")
