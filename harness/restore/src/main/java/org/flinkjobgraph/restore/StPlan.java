@@ -471,8 +471,8 @@ final class StPlan {
      * classes) over the others, which all stay represented. In same-line sets every third index is
      * a user-class edit that walks through the class variants in turn ({@link #variantCycle}); the
      * others draw their edit at random; in cross sets every sixth case walks through the class
-     * variants that change a declaration's meaning. Retries (another attempt's seed) keep the
-     * index's stratum.
+     * variants that change a declaration's meaning; in both every fifteenth case walks through the
+     * ordinary edits. Retries (another attempt's seed) keep the index's stratum.
      */
     static StPlan make(String caseId, String set, long caseSeed, int index) {
         Random r = new Random(caseSeed);
@@ -493,6 +493,11 @@ final class StPlan {
             variants = variants.subList(StClasses.jarVariants().size() - 1, variants.size());
             c.forcedVariant = variants.get((index / 6) % variants.size());
             c.applyEdit(r, "class");
+        } else if (index % 15 == 1) {
+            // every fifteenth case (never one of the strata above) an ordinary edit, each kind in
+            // turn, so that every kind is in every set however few ordinary edits the draw gives
+            c.forcedOrdinary = (index / 15) % 6;
+            c.applyEdit(r, "ordinary");
         } else {
             // none, key_type, class, value_type, state_kind, rename_state, add_state, remove_state, ordinary, ttl, restyle
             int cat = set.equals("same")
@@ -507,6 +512,9 @@ final class StPlan {
 
     /** A user-class variant the stratum prescribes (null: drawn at random). */
     String forcedVariant;
+
+    /** An ordinary edit's kind the stratum prescribes (index into {@link #ordinary}'s kinds; null: drawn). */
+    Integer forcedOrdinary;
 
     void randomRuntime(Random r) {
         String backend = r.nextBoolean() ? "hashmap" : "rocksdb";
@@ -760,7 +768,7 @@ final class StPlan {
 
     /** Ordinary (non-type) edits on v2; returns the subject label. */
     private String ordinary(Random r, St s) {
-        int k = weighted(r, 30, 15, 15, 15, 12, 13);
+        int k = forcedOrdinary != null ? forcedOrdinary : weighted(r, 30, 15, 15, 15, 12, 13);
         Seg keyed = v2.seg("keyed");
         switch (k) {
             case 0: {
