@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from pipeline.compute.run import ComputeRun, Progress, compares_rows, compute_run, read_ingested
 from pipeline.options import Summary
 from pipeline.restore import incremental
-from pipeline.restore.manifest import CheckLine, read_manifest
+from pipeline.restore.manifest import CheckLine, check_records, read_manifest
 from pipeline.restore.savepoints import (
     HEAD_COLUMNS,
     SavepointTables,
@@ -130,7 +130,7 @@ def check_restore(
 def run_checks(
     spark: SparkSession,
     graphs_path: str,
-    checks_path: str,
+    checks_path: str | list[CheckLine],
     output: str | None,
     settings: Settings,
     progress: Progress | None = None,
@@ -140,7 +140,9 @@ def run_checks(
 ) -> RestoreRun:
     """:func:`check_restore`, keeping its restore tables. ``output`` None (the deploy gate
     without ``--output``): the same run, nothing written -- the checks read the run's own
-    tables, never the output's, either way."""
+    tables, never the output's, either way. ``checks_path`` may be the checks themselves,
+    records as the manifest reader makes them (:func:`pipeline.restore.manifest.check_record`):
+    the deploy gate's one check, its savepoint resolved where the user gave it."""
     progress = progress or Progress()
     summary = RestoreSummary()
     run = compute_run(spark, graphs_path, output, settings, progress, keep_stream=True, full=full)
@@ -148,7 +150,7 @@ def run_checks(
     summary.graphs = {"in": s.graphs_in, "processed": s.graphs_processed, "rejected": s.graphs_rejected,
                       "skipped": s.graphs_skipped}  # fmt: skip
     graph_fps = _graph_fingerprints(run)
-    lines = read_manifest(spark, checks_path, target_flink)
+    lines = _manifest_lines(spark, checks_path, target_flink)
     fps: dict[str, str | None] = {}
     compare = True  # rows compared with the tables' before they are written (TableWrite.compare)
     if output is not None:
@@ -184,6 +186,11 @@ def run_checks(
     tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
               "restore_state_problems": problems}  # fmt: skip
     return RestoreRun(summary, tables)
+
+
+def _manifest_lines(spark: SparkSession, checks: str | list[CheckLine], target_flink: str | None) -> list[CheckLine]:
+    """The manifest's checks, or the records handed over as they are (the deploy gate's)."""
+    return read_manifest(spark, checks, target_flink) if isinstance(checks, str) else check_records(checks)
 
 
 def _changed_checks(

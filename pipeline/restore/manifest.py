@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-__all__ = ["CheckLine", "read_manifest", "resolve_savepoint"]
+__all__ = ["CheckLine", "check_record", "check_records", "read_manifest", "resolve_savepoint"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _OPTIONAL_STRINGS = ("savepoint_graph_id", "target_flink")
@@ -40,7 +40,8 @@ class CheckLine:
 
 
 def resolve_savepoint(savepoint: str, manifest_dir: str) -> str:
-    """SPEC: a relative savepoint path resolves against the manifest's folder."""
+    """SPEC: a relative savepoint path resolves against the manifest's folder (``manifest_dir``,
+    a URI or a local path)."""
     if _SCHEME.match(savepoint) or savepoint.startswith("/"):
         return savepoint
     return posixpath.normpath(posixpath.join(manifest_dir, savepoint))
@@ -65,42 +66,60 @@ def read_manifest(spark: SparkSession, checks_path: str, target_flink: str | Non
 
 
 def _check_line(text: str, where: str, manifest_dir: str, target_flink: str | None = None) -> CheckLine:
-    bad_id = f"manifest-error:{where}"
-
-    def error(message: str, check_id: str = bad_id, savepoint: str | None = None) -> CheckLine:
-        return CheckLine(check_id, savepoint, None, None, False, None, where, f"manifest line {where}: {message}")
-
     try:
         obj: Any = json.loads(text)
     except json.JSONDecodeError as e:
-        return error(f"not JSON ({e.msg} at column {e.colno})")
+        return _error_line(where, f"not JSON ({e.msg} at column {e.colno})")
+    return check_record(obj, where, manifest_dir, target_flink)
+
+
+def _error_line(where: str, message: str, check_id: str | None = None, savepoint: str | None = None) -> CheckLine:
+    """The record of a line that cannot be a check: its id (``manifest-error:<where>`` when it
+    has none of its own), and the message naming where it came from."""
+    cid = check_id or f"manifest-error:{where}"
+    return CheckLine(cid, savepoint, None, None, False, None, where, f"manifest line {where}: {message}")
+
+
+def check_record(obj: Any, where: str, base_dir: str, target_flink: str | None = None) -> CheckLine:
+    """One check from its manifest object, as a manifest line gives it: every field checked, a
+    relative savepoint path resolved against ``base_dir`` (the manifest's folder; the user's
+    working directory for the deploy gate's one check, which hands its record over directly).
+    ``where`` names the record in messages."""
     if not isinstance(obj, dict):
-        return error(f"not a JSON object but {type(obj).__name__}")
+        return _error_line(where, f"not a JSON object but {type(obj).__name__}")
     check_id = obj.get("check_id")
     if not isinstance(check_id, str) or not check_id:
-        return error(f"check_id must be a non-empty string, got {_short(check_id)}")
+        return _error_line(where, f"check_id must be a non-empty string, got {_short(check_id)}")
     savepoint = obj.get("savepoint")
     for field, value in (("savepoint", savepoint), ("graph_id", obj.get("graph_id"))):
         if not isinstance(value, str) or not value:
-            return error(f"{field} must be a non-empty string, got {_short(value)}", check_id)
+            return _error_line(where, f"{field} must be a non-empty string, got {_short(value)}", check_id)
     allow = obj.get("allow_non_restored_state", False)
     if allow is None:
         allow = False
     if not isinstance(allow, bool):
-        return error(f"allow_non_restored_state must be true or false, got {_short(allow)}", check_id, savepoint)
+        return _error_line(
+            where, f"allow_non_restored_state must be true or false, got {_short(allow)}", check_id, savepoint
+        )
     for field in _OPTIONAL_STRINGS:
         if obj.get(field) is not None and not isinstance(obj[field], str):
-            return error(f"{field} must be a string, got {_short(obj[field])}", check_id, savepoint)
+            return _error_line(where, f"{field} must be a string, got {_short(obj[field])}", check_id, savepoint)
     return CheckLine(
         check_id=check_id,
         savepoint=savepoint,
-        savepoint_path=resolve_savepoint(savepoint, manifest_dir),
+        savepoint_path=resolve_savepoint(savepoint, base_dir),
         graph_id=obj["graph_id"],
         allow_non_restored_state=allow,
         savepoint_graph_id=obj.get("savepoint_graph_id"),
         line=where,
         target_flink=obj.get("target_flink") or target_flink,
     )
+
+
+def check_records(records: list[CheckLine]) -> list[CheckLine]:
+    """Records made by :func:`check_record` as the manifest reader hands its lines on: a
+    check_id used twice is an error on every record that uses it."""
+    return _reject_repeated_ids(records)
 
 
 def _reject_repeated_ids(lines: list[CheckLine]) -> list[CheckLine]:
