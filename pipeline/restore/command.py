@@ -7,14 +7,9 @@ stderr, when it could not (a missing manifest or graphs path, jars not installed
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 
 from pipeline.export.command import DEFAULT_TIMEOUT
-from pipeline.options import add_run_options, fail, overrides, write_summary
+from pipeline.options import add_run_options, fail, write_summary
 
 HELP = "savepoints x new graphs -> restore_checks, restore_operator_matches, restore_fixes, savepoint_operators"
 
@@ -122,100 +117,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_one_job(args: argparse.Namespace) -> int:
-    """The deploy gate (pipeline/restore/gate.py): exit 0 restores, 1 fails, 3 cannot be decided."""
-    if bool(args.graphs) == bool(args.jar):
-        return fail("one job's check needs the new version as --graphs SPEC or as --jar JAR (one of them)")
-    if args.checks:
-        return fail("--checks (a manifest) and --savepoint (one job) do not go together")
-    from pipeline.compute.read import InputError
-    from pipeline.compute.run import Progress
-    from pipeline.export.harness import ExportError
-    from pipeline.restore import gate
-    from pipeline.session import SetupError, get_spark
-    from pipeline.settings import load_settings
+    """The deploy gate (pipeline/restore/gate_run.py): exit 0 restores, 1 fails, 3 cannot be decided."""
+    from pipeline.restore.gate_run import run_one_job as gate
 
-    work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-export-"))
-    exports: list[_Export] = []
-    try:
-        # The exports (a JVM each) run while Spark's JVM starts: on the gate's two cores the
-        # two starts overlap instead of queueing.
-        if args.jar:
-            exports.append(_start_export(args, args.jar, args.main_class, work / "new.jsonl"))
-        if args.previous_jar:
-            old_class = args.previous_main_class or args.main_class
-            exports.append(_start_export(args, args.previous_jar, old_class, work / "old.jsonl"))
-        settings = load_settings(overrides(args.set))
-        one_job = f"{settings.spark.driver_java_options} {settings.spark.one_job_java_options}".strip()
-        spark = get_spark(settings.with_overrides({"spark.driver_java_options": one_job}))
-        for key, value in settings.spark.one_job_spark_conf:
-            spark.conf.set(key, str(value))
-        specs = [_finish_export(e) for e in exports]
-        new = Path(args.graphs) if args.graphs else specs[0]
-        previous = Path(args.previous_graphs) if args.previous_graphs else None
-        if args.previous_jar:
-            previous = specs[-1]
-        graph_id = gate.one_graph_id(new, args.graph_id)
-        previous_id = gate.one_graph_id(previous, args.previous_graph_id) if previous else None
-        if previous_id == graph_id:
-            raise gate.GateError(f"the new and the previous version have the same graph_id {graph_id!r}")
-        savepoint = gate.latest_savepoint(spark, args.savepoint)
-        result = gate.run_gate(
-            spark, settings, new, graph_id, savepoint, args.allow_non_restored_state, args.output,
-            Progress(not args.quiet), previous, previous_id, args.target_flink,
-        )  # fmt: skip
-    except (gate.GateError, ExportError, InputError, SetupError, ValueError, OSError) as e:
-        return fail(e)
-    finally:
-        for e in exports:  # an export still running when the check failed to start
-            if e.proc.poll() is None:
-                e.proc.kill()
-                e.proc.wait()
-        shutil.rmtree(work, ignore_errors=True)  # the exported specs: the tables keep what they hold
-    print("\n".join(gate.render(result)))
-    if args.report:
-        xml, js = gate.write_reports(args.report, result)
-        print(f"reports: {xml}, {js}")
-    write_summary(args.summary_json, {"exit_code": result.exit_code, "check": result.check, "seconds": result.seconds})
-    return result.exit_code
-
-
-@dataclass
-class _Export:
-    jar: str
-    out: Path
-    proc: subprocess.Popen
-    log: Path
-
-
-def _start_export(args: argparse.Namespace, jar: str, main_class: str | None, out: Path) -> _Export:
-    """The jar's job being exported to ``out`` by the harness of ``--flink`` (nothing runs); its
-    arguments are checked (and the harness built, on first use) before it starts."""
-    from pipeline.export.command import harness_args
-    from pipeline.export.harness import ExportError, ensure_harness, harness_dir, java_command
-
-    if not main_class or not args.flink:
-        raise ExportError("--jar needs --main-class and --flink")
-    export = argparse.Namespace(
-        jar=jar, main_class=main_class, out=str(out), classpath=args.classpath, graph_id=None,
-        parallelism=args.parallelism, dynamic=args.dynamic, config=None, expected=False, first=True,
-        program_args=args.program_args, timeout=args.timeout,
-    )  # fmt: skip
-    cmd = [*java_command(ensure_harness(harness_dir(), args.flink, quiet=args.quiet)), *harness_args(export)]
-    log = out.with_suffix(".log")
-    with open(log, "wb") as sink:  # a file, not a pipe: nobody reads it while Spark starts
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
-    return _Export(jar, out, proc, log)
-
-
-def _finish_export(e: _Export) -> Path:
-    """The exported spec, once its export ended; an ExportError with the harness's last line."""
-    from pipeline.export.harness import ExportError
-
-    code = e.proc.wait()
-    if code != 0 or not e.out.is_file():
-        lines = e.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        raise ExportError(f"export of {e.jar} failed: {(lines[-1:] or [f'exit code {code}'])[0]}")
-    return e.out
+    return gate(args)
 
 
 def add_inventory_parser(sub: argparse._SubParsersAction) -> None:

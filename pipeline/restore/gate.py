@@ -6,18 +6,26 @@ version comes as a spec or as the job's jar (exported on the way, nothing runs),
 as a folder, its ``_metadata``, or the folder a job's savepoints and retained checkpoints land
 in (the newest is taken). It prints each problem with the operator, Flink's message and the fix,
 writes a JUnit XML and a JSON report for the CI system when asked, and exits with a code the
-pipeline can stop on (:data:`EXIT_CODES`). It runs the very same check as the fleet command
-and reads its rows from the run's own tables; they land in ``--output`` when one is given
+pipeline can stop on (:data:`EXIT_CODES`). It runs the very same check as the fleet command: its
+one check goes to the fleet path as the record a manifest line becomes
+(:func:`pipeline.restore.manifest.check_record`), its savepoint resolved where the user gave it,
+and its rows are read from the run's own tables; they land in ``--output`` when one is given
 (without it nothing is written: a CI step pays for no Delta commits it would throw away).
+
+The job's steps from a jar (:mod:`pipeline.restore.gate_run`) pick the parallelism the job runs
+at from the savepoint when none is given: a job exported at another parallelism chains its
+operators otherwise, and their generated IDs change with it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +34,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.restore.inventory import find_savepoints
+from pipeline.restore.manifest import check_record
+from pipeline.session import local_path
+from udfs.savepoint.metadata import parse_metadata
 
 RESTORES_EXIT, FAILS_EXIT, USAGE_EXIT, ERROR_EXIT = 0, 1, 2, 3
 EXIT_CODES = {
@@ -34,6 +45,9 @@ EXIT_CODES = {
     USAGE_EXIT: "the check could not run (bad arguments, missing input, no Spark jars)",
     ERROR_EXIT: "the check could not be made (an unreadable savepoint, a graph Flink rejects)",
 }
+# The graph id the previous version's graph gets when it has the new version's (a job keeps its
+# name from version to version, and the export names a graph after its job).
+PREVIOUS_SUFFIX = "@previous"
 
 
 class GateError(ValueError):
@@ -45,8 +59,10 @@ class GateResult:
     check: dict[str, Any]
     problems: list[dict[str, Any]] = field(default_factory=list)
     fixes: list[dict[str, Any]] = field(default_factory=list)
+    matches: list[dict[str, Any]] = field(default_factory=list)
     savepoint: str = ""
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the gate chose or could not honour
 
     @property
     def exit_code(self) -> int:
@@ -54,10 +70,46 @@ class GateResult:
         return RESTORES_EXIT if verdict == "RESTORES" else FAILS_EXIT if verdict == "FAILS" else ERROR_EXIT
 
 
+@dataclass(frozen=True)
+class GateCheck:
+    """The one check, resolved: the new version's graph (and the previous one's), the savepoint
+    folder as a URI or absolute path, and the flags a manifest line would carry."""
+
+    new_lines: list[str]
+    graph_id: str
+    savepoint: str
+    allow_non_restored_state: bool = False
+    previous_lines: list[str] = field(default_factory=list)
+    previous_graph_id: str | None = None
+    target_flink: str | None = None
+
+
+def local_savepoint(path: str) -> str | None:
+    """``path`` resolved without Spark when it is on the local disk (a ``file:`` URI, or a path
+    without a scheme that exists here: relative ones against the working directory, as a CI
+    step gives them); the newest savepoint below a folder of several. None when it is not local
+    (object storage, HDFS): :func:`latest_savepoint` resolves it through Spark."""
+    if "://" in path and not path.startswith("file:"):
+        return None
+    plain = os.path.abspath(local_path(path))
+    if not path.startswith("file:") and not os.path.exists(plain):
+        return None
+    if not os.path.isdir(plain) or os.path.isfile(os.path.join(plain, "_metadata")):
+        return "file:" + plain
+    found = [os.path.join(d, "_metadata") for d, _, names in os.walk(plain) if "_metadata" in names]
+    if not found:
+        raise GateError(f"no Flink _metadata file under {path}")
+    return "file:" + os.path.dirname(max(found, key=lambda f: (os.stat(f).st_mtime_ns, f)))
+
+
 def latest_savepoint(spark: SparkSession, path: str) -> str:
     """``path`` itself when it is a savepoint (a folder with ``_metadata``, or the file), else
     the newest savepoint or retained checkpoint below it (by its ``_metadata``'s modification
-    time, as the last one written is the one to restore from)."""
+    time, as the last one written is the one to restore from). Local paths resolve against the
+    working directory."""
+    local = local_savepoint(path)
+    if local is not None:
+        return local
     found = find_savepoints(spark, [path])
     if len(found) == 1:
         return found[0]
@@ -73,19 +125,66 @@ def latest_savepoint(spark: SparkSession, path: str) -> str:
     return max(found, key=mtime)
 
 
-def one_graph_id(specs: Path, wanted: str | None) -> str:
-    """The graph the check is about: ``wanted``, or the one graph of the spec file."""
-    ids = [json.loads(line)["graph_id"] for line in _lines(specs)]
+def saved_parallelisms(spark: SparkSession | None, savepoint: str) -> list[int]:
+    """Every operator's parallelism as the savepoint holds it (empty when its ``_metadata``
+    cannot be read: the check itself then says why). Read on the driver: one small file."""
+    try:
+        if spark is None or savepoint.startswith("file:"):
+            target = local_path(savepoint)
+            target = target if os.path.isfile(target) else os.path.join(target, "_metadata")
+            data = Path(target).read_bytes()
+        else:
+            data = _hadoop_bytes(spark, savepoint)
+        return [op.parallelism for op in parse_metadata(data).operators]
+    except Exception:  # noqa: BLE001 - any unreadable file: the check reports it with the reason
+        return []
+
+
+def _hadoop_bytes(spark: SparkSession, savepoint: str) -> bytes:
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(savepoint)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    if fs.getFileStatus(path).isDirectory():
+        path = jvm.org.apache.hadoop.fs.Path(path, "_metadata")
+    stream = fs.open(path)
+    try:
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def deployed_parallelism(parallelisms: list[int]) -> int | None:
+    """The parallelism a job ran at (``parallelism.default``, ``-p``), from its operators' as
+    the savepoint holds them: the most common one (ties: the highest). The operators a job sets
+    apart (a non-parallel source at 1, an explicit ``setParallelism``) are the fewer."""
+    if not parallelisms:
+        return None
+    counts = Counter(parallelisms)
+    return max(counts, key=lambda p: (counts[p], p))
+
+
+def spec_parallelism(lines: list[str]) -> int | None:
+    """The parallelism most nodes of a spec's graph run at (the one graph of ``lines``)."""
+    nodes = [n.get("parallelism") for line in lines[:1] for n in json.loads(line).get("nodes", [])]
+    return deployed_parallelism([p for p in nodes if isinstance(p, int) and p > 0])
+
+
+def one_graph_id(specs: Path, wanted: str | None, option: str = "--graph-id") -> str:
+    """The graph the check is about: ``wanted`` (given with ``option``), or the one graph of the
+    spec file."""
+    ids = [json.loads(line)["graph_id"] for line in spec_lines(specs)]
     if wanted:
         if wanted not in ids:
-            raise GateError(f"--graph-id {wanted}: not in {specs} (it holds {', '.join(ids[:5]) or 'no graph'})")
+            raise GateError(f"{option} {wanted}: not in {specs} (it holds {', '.join(ids[:5]) or 'no graph'})")
         return wanted
     if len(ids) != 1:
-        raise GateError(f"{specs} holds {len(ids)} graphs: pick one with --graph-id")
+        raise GateError(f"{specs} holds {len(ids)} graphs: pick one with {option}")
     return ids[0]
 
 
-def _lines(path: Path) -> list[str]:
+def spec_lines(path: Path) -> list[str]:
+    """The spec file's graphs, one JSON text each (JSON Lines, gzipped or not, or one
+    pretty-printed JSON object)."""
     import gzip
 
     opener = gzip.open if path.name.endswith(".gz") else open
@@ -100,44 +199,49 @@ def _lines(path: Path) -> list[str]:
         return [line for line in text.splitlines() if line.strip()]
 
 
-def run_gate(
-    spark: SparkSession,
-    settings: Any,
-    new_specs: Path,
-    graph_id: str,
-    savepoint: str,
-    allow_non_restored_state: bool,
-    output: str | None,
-    progress: Any,
-    previous_specs: Path | None = None,
-    previous_graph_id: str | None = None,
-    target_flink: str | None = None,
-) -> GateResult:
-    """Lay the one check out as the fleet command takes it (a graphs folder, a one-line
-    manifest), run it, and read its rows back."""
+def previous_renamed(lines: list[str], graph_id: str, new_id: str) -> tuple[list[str], str]:
+    """The previous version's graphs, its graph ``graph_id`` renamed when the new version's
+    graph has the same id (both versions of a job keep its name, which the export takes as the
+    graph id): ``<id>@previous``. The id in the printed lines and the tables is then that."""
+    if graph_id != new_id:
+        return lines, graph_id
+    renamed = graph_id + PREVIOUS_SUFFIX
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        if obj.get("graph_id") == graph_id:
+            obj["graph_id"] = renamed
+            line = json.dumps(obj)
+        out.append(line)
+    return out, renamed
+
+
+def run_gate(spark: SparkSession, settings: Any, gate: GateCheck, output: str | None, progress: Any) -> GateResult:
+    """Hand the one check to the fleet path (its graphs in a temporary folder, the check as a
+    record), run it, and read its rows back."""
     from pipeline.restore.check import run_checks
 
     start = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="flink-jobgraph-gate-"))
     (work / "graphs").mkdir()
-    lines = _lines(new_specs) + (_lines(previous_specs) if previous_specs else [])
-    (work / "graphs" / "graphs.jsonl").write_text("\n".join(lines) + "\n")
-    check = {"check_id": f"{graph_id} vs {savepoint}", "savepoint": savepoint, "graph_id": graph_id,
-             "allow_non_restored_state": allow_non_restored_state}  # fmt: skip
-    if previous_graph_id:
-        check["savepoint_graph_id"] = previous_graph_id
-    (work / "checks.jsonl").write_text(json.dumps(check) + "\n")
+    (work / "graphs" / "graphs.jsonl").write_text("\n".join(gate.new_lines + gate.previous_lines) + "\n")
+    check = {"check_id": f"{gate.graph_id} vs {gate.savepoint}", "savepoint": gate.savepoint,
+             "graph_id": gate.graph_id, "allow_non_restored_state": gate.allow_non_restored_state}  # fmt: skip
+    if gate.previous_graph_id:
+        check["savepoint_graph_id"] = gate.previous_graph_id
+    record = check_record(check, "--savepoint", os.getcwd(), gate.target_flink)
     try:
         # full: the gate reads its check's rows from this run, so the check is always decided
-        run = run_checks(spark, str(work / "graphs"), str(work / "checks.jsonl"), output, settings, progress,
-                         target_flink=target_flink, full=True)  # fmt: skip
+        run = run_checks(spark, str(work / "graphs"), [record], output, settings, progress,
+                         target_flink=gate.target_flink, full=True)  # fmt: skip
         read = lambda t: run.tables[t].where(F.col("check_id") == check["check_id"])  # noqa: E731
         row = read("restore_checks").first()
         result = GateResult(
             check=row.asDict() if row else {"verdict": "ERROR", "message": "no result"},
             problems=[r.asDict() for r in read("restore_state_problems").collect()],
             fixes=[r.asDict() for r in read("restore_fixes").collect()],
-            savepoint=savepoint,
+            matches=[r.asDict() for r in read("restore_operator_matches").collect()],
+            savepoint=gate.savepoint,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -154,7 +258,8 @@ _STAGES = {
 
 def render(result: GateResult) -> list[str]:
     """The lines a CI log shows: the verdict, then per problem the operator, Flink's message and
-    the fix."""
+    the fix, then what happens to the saved operators the new version does not have; each line
+    once."""
     c = result.check
     where = _STAGES.get(c.get("failure_stage") or "", "")
     head = f"check-restore: {c.get('verdict')}"
@@ -167,22 +272,54 @@ def render(result: GateResult) -> list[str]:
         lines.append(f"  Flink: {c.get('message')}")
     elif c.get("verdict") == "ERROR":
         lines.append(f"  why: {c.get('message')}")
-    for f in result.fixes:
-        name = f.get("counterpart_name") or f.get("old_name")
-        target = f' on "{name}"' if name else (f" for state '{f['state_name']}'" if f.get("state_name") else "")
-        proof = {True: " [proven: the patched job restores]", False: " [not enough alone]"}.get(f.get("verified"), "")
-        lines.append(f"  fix{target}: {f.get('fix_code')}{proof}")
+    lines += [_fix_line(f, bool(c.get("savepoint_graph_id"))) for f in result.fixes]
     for p in result.problems:
         if p.get("verdict") == "NOT_DECIDABLE":
             lines.append(f"  not decidable here: {p.get('failure')}: {p.get('undecidable_reason')}")
-    if c.get("dropped_operator_ids"):
-        lines.append(f"  state dropped (allowNonRestoredState): {', '.join(c['dropped_operator_ids'])}")
-    return lines
+    lines += _unmapped_lines(result)
+    lines += [f"  note: {n}" for n in result.notes]
+    return list(dict.fromkeys(lines))
+
+
+def _fix_line(f: dict[str, Any], knows_previous: bool) -> str:
+    """A fix as a line: where it goes, the code, and whether the patched job was proven to
+    restore; a problem without a fix says why there is none."""
+    name = f.get("counterpart_name") or f.get("old_name")
+    target = f' on "{name}"' if name else (f" for state '{f['state_name']}'" if f.get("state_name") else "")
+    if f.get("fix_code") is None:
+        if "UNKNOWN_ORIGIN" in (f.get("reasons") or []) and not knows_previous:
+            why = ("the savepoint does not say which operator it was: give the version that took it "
+                   "(--previous-jar or --previous-graphs) to name it and the line that fixes it")  # fmt: skip
+        else:
+            why = "no operator of the new version is its counterpart (same uid, or same name)"
+        return f"  no fix for operator {f.get('operator_id')}{target}: {why}"
+    proof = ""
+    if f.get("verified") is True:
+        proof = " [proven: the patched job restores]"
+    elif f.get("verified") is False:
+        still = " ".join(str(x) for x in (f.get("verified_verdict"), f.get("verified_failure")) if x)
+        proof = f" [not proven: the patched job still gives {still}]" if still else " [not proven]"
+    return f"  fix{target}: {f.get('fix_code')}{proof}"
+
+
+def _unmapped_lines(result: GateResult) -> list[str]:
+    """The saved operators the new version does not have, by what Flink does with them: state
+    dropped only under allowNonRestoredState (SKIPPED); stateless ones Flink skips whatever the
+    flag (DROPPED_EMPTY); a matched state the vertex does not take (MATCHED_NOT_ASSIGNED)."""
+    by_status: dict[str, list[str]] = {}
+    for m in sorted(result.matches, key=lambda m: m.get("operator_index") or 0):
+        by_status.setdefault(str(m.get("status")), []).append(str(m.get("operator_id")))
+    texts = {
+        "SKIPPED": "state dropped (allowNonRestoredState)",
+        "MATCHED_NOT_ASSIGNED": "state not restored (the vertex takes the state of its other ID)",
+        "DROPPED_EMPTY": "stateless in the savepoint, not in the new version (nothing to restore)",
+    }
+    return [f"  {texts[s]}: {', '.join(by_status[s])}" for s in texts if by_status.get(s)]
 
 
 def write_reports(prefix: str, result: GateResult) -> tuple[Path, Path]:
     """``<prefix>.xml`` (JUnit: one test case, a failure for FAILS, an error for ERROR) and
-    ``<prefix>.json`` (the check's row, its state problems and its fixes)."""
+    ``<prefix>.json`` (the check's row, its state problems, its fixes and the notes)."""
     xml_path, json_path = Path(prefix + ".xml"), Path(prefix + ".json")
     c = result.check
     suite = ET.Element("testsuite", name="flink-jobgraph check-restore", tests="1",
@@ -197,6 +334,7 @@ def write_reports(prefix: str, result: GateResult) -> tuple[Path, Path]:
     ET.SubElement(case, "system-out").text = text
     xml_path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(xml_path, encoding="utf-8", xml_declaration=True)
-    payload = {"exit_code": result.exit_code, "check": c, "state_problems": result.problems, "fixes": result.fixes}
+    payload = {"exit_code": result.exit_code, "check": c, "state_problems": result.problems, "fixes": result.fixes,
+               "notes": result.notes}  # fmt: skip
     json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return xml_path, json_path

@@ -71,10 +71,17 @@ def _find_local(given: str) -> list[str]:
 
 
 def _find_hadoop(spark: SparkSession, given: str) -> list[str]:
+    """Below ``given`` through Hadoop's file system; a path Hadoop cannot open (an unknown
+    scheme, a missing connector, no access) is returned as given: reading it then gives its
+    error row with Hadoop's reason."""
     jvm = spark._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(given)
-    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
-    if not fs.exists(hpath):
+    try:
+        fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+        exists = fs.exists(hpath)
+    except Exception:  # noqa: BLE001 - Py4J's error of any JVM exception
+        return [given]
+    if not exists:
         return [given]
     if fs.getFileStatus(hpath).isFile() or fs.exists(jvm.org.apache.hadoop.fs.Path(hpath, "_metadata")):
         return [given]
