@@ -167,8 +167,13 @@ def test_the_gate_from_a_thin_jar_says_what_it_says_from_that_jars_spec(jobs, tm
     assert by_spec.returncode == 1, by_spec.stdout + by_spec.stderr[-2000:]
     assert by_jar.returncode == 1, by_jar.stdout + by_jar.stderr[-2000:]
     assert by_jar.stdout.startswith("check-restore: FAILS (UNMAPPED_STATE, at job start): ")
-    assert by_jar.stdout == by_spec.stdout
+    # the jar is exported at the parallelism the savepoint's job ran at (1), as the spec was, and says so
+    taken = "  note: exported at parallelism 1, the savepoint's (most of its operators ran at 1); "
+    jar_lines = by_jar.stdout.splitlines()
+    assert [ln for ln in jar_lines if ln.startswith(taken)] == [jar_lines[-2]], jar_lines
+    assert [ln for ln in jar_lines if not ln.startswith(taken)] == by_spec.stdout.splitlines()
     reports = [json.loads((tmp_path / how / "report.json").read_text()) for how in ("spec", "jar")]
+    assert [n[:40] for n in reports[1].pop("notes")] == [taken[8:48]] and reports[0].pop("notes") == []
     assert reports[0] == reports[1] and reports[0]["exit_code"] == 1
     assert list(sink.iterdir()) == []
     # a main() that exits before submitting: exit 2 with the export's word on it
@@ -178,4 +183,102 @@ def test_the_gate_from_a_thin_jar_says_what_it_says_from_that_jars_spec(jobs, tm
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert (f"export of {b['jar']} failed: error: org.flinkjobgraph.testjobs.ExitsBeforeSubmitJob.main() exited "
             "with code 3 (System.exit) without submitting a job") in proc.stderr  # fmt: skip
+    # a clean exit 2 after Spark started: the one-line reason, no log lines of Spark's under it
+    assert [ln for ln in proc.stderr.splitlines() if " ERROR " in ln or ln.startswith("\tat ")] == [], proc.stderr
     assert sorted(p.name for p in temp.glob("flink-jobgraph-*")) == []
+
+
+GATE_JOB = "org.flinkjobgraph.gatejob.GateJob"
+
+
+@pytest.fixture(scope="module")
+def gate_job(tmp_path_factory):
+    """tests/gatejob/GateJob.java built as two jars of the same job name (v1, and v2 with a uid
+    added to its keyed function), and a real Flink 1.20 savepoint of v1 run on a MiniCluster at
+    parallelism 2 (its non-parallel legacy source then does not chain with the map after it)."""
+    import subprocess
+    import zipfile
+
+    from pipeline.export import harness as export_cmd
+
+    root = tmp_path_factory.mktemp("gatejob")
+    build = export_cmd.ensure_harness(export_cmd.harness_dir(), "1.20", quiet=True).parent
+    cp = os.pathsep.join([str(build / "lib" / "*"), str(build / "test-run-lib" / "*")])
+    classes = root / "classes"
+    source = Path(__file__).resolve().parent / "gatejob" / "GateJob.java"
+    subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(source)], check=True, capture_output=True)
+    for version in ("v1", "v2"):
+        with zipfile.ZipFile(root / f"gate-{version}.jar", "w") as z:
+            for f in sorted(classes.rglob("*.class")):
+                z.write(f, f.relative_to(classes).as_posix())
+            z.writestr("gate-version.txt", version)
+    opens = [a for o in export_cmd.ADD_OPENS for a in ("--add-opens", f"{o}=ALL-UNNAMED")]
+    r = subprocess.run(["java", *opens, "-cp", f"{cp}{os.pathsep}{root / 'gate-v1.jar'}", GATE_JOB,
+                        f"run:{root / 'savepoints'}:2"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0 and "SAVEPOINT " in r.stdout, (r.stdout + r.stderr)[-3000:]
+    return root
+
+
+def test_the_gate_as_a_ci_step_from_both_jars_of_a_job_that_keeps_its_name(gate_job):
+    """The gate as a CI step runs it (relative paths, in the job's folder): the new and the
+    previous jar of one job (same job name, so the same exported graph id), no -p: both are
+    exported at the parallelism the savepoint says the job runs at (2), where the stateless
+    operators keep their IDs; the uid added to the keyed function fails the restore at job start,
+    and the fix (its old ID, proven on the patched spec as export writes it: user_classes,
+    state_backend, serializer_modules, declared_states) is printed once; nothing on stderr."""
+    import subprocess
+    import sys
+
+    cli = str(Path(sys.executable).parent / "flink-jobgraph")
+    cmd = [cli, "check-restore", "--quiet", "--savepoint", "savepoints", "--jar", "gate-v2.jar", "--previous-jar",
+           "gate-v1.jar", "--main-class", GATE_JOB, "--flink", "1.20", "--report", "ci/restore"]  # fmt: skip
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run(cmd, cwd=gate_job, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert proc.stderr == ""
+    printed = proc.stdout.splitlines()
+    (savepoint,) = (gate_job / "savepoints").iterdir()
+    report = json.loads((gate_job / "ci" / "restore.json").read_text())
+    saved = report["check"]["operator_id"]
+    assert printed[0] == f"check-restore: FAILS (UNMAPPED_STATE, at job start): Gate Job from file:{savepoint}"
+    assert printed[1] == f"  operator {saved}"
+    assert printed[3:] == [
+        f'  fix on "Alerts": .setUidHash("{saved}") [proven: the patched job restores]',
+        "  note: exported at parallelism 2, the savepoint's (most of its operators ran at 2); -p sets the "
+        "parallelism the job is deployed at",
+        "reports: ci/restore.xml, ci/restore.json",
+    ]
+    assert report["check"]["savepoint_graph_id"] == "Gate Job@previous"
+    assert [(f["old_name"], f["reasons"], f["verified"]) for f in report["fixes"]] == [
+        ("Alerts", ["UID_ADDED"], True)
+    ]
+
+
+def test_a_job_exported_at_another_parallelism_gets_told_p_and_no_dropped_state(spark, gate_job, tmp_path, capsys):
+    """The same new version exported at -p 1 (its source and map then chain, and their generated
+    IDs change): the stateless operators of the savepoint are said to have nothing to restore
+    (never "state dropped (allowNonRestoredState)": the flag is not set), a note tells -p 2, and
+    without the previous version the missing fix says what would name it."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "v2-p1.jsonl"
+    export = [sys.executable, "-m", "pipeline.cli", "export", "--jar", str(gate_job / "gate-v2.jar"),
+              "--main-class", GATE_JOB, "--flink", "1.20", "-p", "1", "--out", str(spec)]  # fmt: skip
+    subprocess.run(export, check=True, capture_output=True, timeout=300)
+    (graph,) = [json.loads(x) for x in spec.read_text().splitlines()]
+    # the spec as export writes it: the state fields the fix proof carries over
+    assert graph["state_backend"] == "hashmap" and "org.flinkjobgraph.gatejob.GateJob$Ride" in graph["user_classes"]
+    assert isinstance(graph["serializer_modules"], dict) and all("declared_states" in n for n in graph["nodes"])
+    code = main(["check-restore", "--quiet", "--savepoint", str(gate_job / "savepoints"), "--graphs", str(spec)])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 1, printed
+    assert not [ln for ln in printed if "allowNonRestoredState)" in ln], printed
+    assert [ln.split(":")[0] for ln in printed[3:]] == [
+        "  no fix for operator " + printed[1].split()[-1],
+        "  stateless in the savepoint, not in the new version (nothing to restore)",
+        "  note",
+    ]
+    assert "(--previous-jar or --previous-graphs)" in printed[3]
+    assert printed[-1].endswith("if the job is deployed at 2, export it with -p 2")
+    assert len(printed[4].split(": ")[1].split(", ")) == 2  # the source and the map
