@@ -189,3 +189,23 @@ def test_a_large_fleet_lists_its_worst_checks_and_counts_all() -> None:
     tiles = dict(re.findall(r'data-status="(\w+)" title="[^"]*"><span class="n">(\d+)', html))
     assert tiles == {"FAILS": "1", "ERROR": "1", "NOT_DECIDABLE": "1", "RESTORES": "2"}
     assert "<p>No job drawn.</p>" in html
+
+
+def test_no_status_cell_wraps_on_a_laptop_screen(browser) -> None:
+    """A status (RESTORES, NOT_DECIDABLE ...) in the check list and in the counts' heads stays on
+    one line at the width of a laptop's browser window as at a wide one (the check list's other
+    cells wrap anywhere to fit: a status cut as "RESTO/RES" is unreadable)."""
+    lines = (
+        "[...document.querySelectorAll('td.status, table.counts th, table.counts td[data-status]')]"
+        ".filter((c) => c.offsetParent !== null).map((c) => {"  # the rows an earlier test's filter left shown
+        " const r = document.createRange(); r.selectNodeContents(c);"
+        " return [c.textContent, new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size]; })"
+    )
+    try:
+        for width in (1500, 1000, 800):
+            browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
+                         mobile=False)  # fmt: skip
+            cells = browser.js(lines)
+            assert len(cells) > 10 and {n for _, n in cells} == {1}, (width, [c for c in cells if c[1] != 1][:5])
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")

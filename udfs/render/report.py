@@ -272,6 +272,7 @@ table.counts, table.checks { border-collapse: collapse; font-size: 13px; backgro
 table.counts td, table.counts th, table.checks td, table.checks th {
   border: 1px solid #d5dde8; padding: 4px 8px; text-align: left; vertical-align: top; }
 table.checks td { overflow-wrap: anywhere; } table.checks td.failure { min-width: 14em; max-width: 16em; }
+table.checks td.status, table.counts th, table.counts td { white-space: nowrap; overflow-wrap: normal; }
 table.checks td.message { min-width: 24em; max-width: 40em; }
 table.checks td.check-id, table.checks td.job { min-width: 11em; max-width: 22em; }
 tr.check.fails td.status { color: #c62828; font-weight: bold; } tr.check.error td.status { color: #8e5b00; }
