@@ -287,11 +287,14 @@ def _fix_line(f: dict[str, Any], knows_previous: bool) -> str:
     name = f.get("counterpart_name") or f.get("old_name")
     target = f' on "{name}"' if name else (f" for state '{f['state_name']}'" if f.get("state_name") else "")
     if f.get("fix_code") is None:
-        if "UNKNOWN_ORIGIN" in (f.get("reasons") or []) and not knows_previous:
+        if "UNKNOWN_ORIGIN" not in (f.get("reasons") or []):
+            why = "no operator of the new version is its counterpart (same uid, or same name)"
+        elif knows_previous:
+            why = ("the previous version given has no operator of this ID either: is it the version (and the "
+                   "parallelism) that took the savepoint?")  # fmt: skip
+        else:
             why = ("the savepoint does not say which operator it was: give the version that took it "
                    "(--previous-jar or --previous-graphs) to name it and the line that fixes it")  # fmt: skip
-        else:
-            why = "no operator of the new version is its counterpart (same uid, or same name)"
         return f"  no fix for operator {f.get('operator_id')}{target}: {why}"
     proof = ""
     if f.get("verified") is True:
