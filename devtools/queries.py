@@ -1,6 +1,7 @@
-"""Run ``jobs/example_queries.sql`` against an output folder and print each result.
+"""``jobs/example_queries.sql`` as (title, sql) pairs for the tests, split and titled as
+``flink-jobgraph sql -f`` splits them (:func:`pipeline.tables.sql_command.statements`).
 
-python -m devtools.queries OUT
+python -m devtools.queries OUT   (the same as: flink-jobgraph sql --output OUT -f jobs/example_queries.sql)
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from pipeline.settings import ROOT, load_settings
+from pipeline.settings import ROOT
+from pipeline.tables.sql_command import statements
 
 QUERY_FILE = ROOT / "jobs" / "example_queries.sql"
 
@@ -24,21 +26,11 @@ def _tables_present(sql: str, out: str) -> bool:
 
 def example_queries(out: str, skip_missing_tables: bool = True) -> list[tuple[str, str]]:
     """(title, sql) pairs, with the output folder filled in."""
-    text = QUERY_FILE.read_text()
     pairs = []
-    for chunk in text.split(";"):
-        lines = [ln for ln in chunk.strip().splitlines()]
-        titles = []
-        for ln in lines:  # "-- N. title" and its indented "--    continuation" lines
-            if ln.startswith("-- ") and ln[3:4].isdigit():
-                titles.append(ln[2:].strip())
-            elif titles and ln.startswith("--  ") and ln[2:].strip():
-                titles[-1] += " " + ln[2:].strip()
-        sql = "\n".join(ln for ln in lines if not ln.startswith("--")).strip()
-        if sql and skip_missing_tables and not _tables_present(sql, out):
+    for s in statements(QUERY_FILE.read_text()):
+        if skip_missing_tables and not _tables_present(s.sql, out):
             continue
-        if sql:
-            pairs.append((titles[0] if titles else sql.splitlines()[0], sql.replace("{out}", str(Path(out).resolve()))))
+        pairs.append((s.title or s.sql.splitlines()[0], s.sql.replace("{out}", str(Path(out).resolve()))))
     return pairs
 
 
@@ -47,13 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m devtools.queries OUT", file=sys.stderr)
         return 2
-    from pipeline.session import get_spark
+    from pipeline.cli import main as cli
 
-    spark = get_spark(load_settings())
-    for title, sql in example_queries(args[0]):
-        print(f"\n{title}")
-        spark.sql(sql).show(truncate=False)
-    return 0
+    return cli(["sql", "--output", args[0], "-f", str(QUERY_FILE)])
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pipeline.compute import command as compute_command
 from pipeline.export import command as export_command
 from pipeline.render import command as render_command
 from pipeline.restore import command as restore_command
+from pipeline.tables import sql_command
 from pipeline.version import __version__
 from udfs.flink.profiles import supported_versions
 
@@ -28,6 +29,10 @@ tables written under --output (Delta, one sub-folder each):
 pages (self-contained HTML, read from those tables):
   render --output out/ --graph-id ID [--compare OTHER] --to page.html
   report --output out/ --to report.html   (the fleet's restore checks, each failing job's diff)
+
+SQL over an output's tables (each a view; delta.`path` works too):
+  sql --output out/ -e "SELECT name, parallelism FROM job_vertices WHERE graph_id = 'orders@v43'"
+  sql --output out/ -f jobs/example_queries.sql
 """
 
 
@@ -45,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore_command.add_parser(sub)
     export_command.add_parser(sub).set_defaults(run=export_command.run)
     render_command.add_parsers(sub)
+    sql_command.add_parser(sub)
     p.add_argument("--version", action="version", version=f"flink-jobgraph {__version__}")
     return p
 
