@@ -89,10 +89,15 @@ def declarations(cases: list[dict[str, Any]]) -> list[str]:
                 restored[(side, r.get("outcome"), str(r.get("lost")))] += 1
                 if r.get("outcome") == "not_declared":
                     kept[(c["runtime"]["state_backend"], str(r.get("kept_in_next_savepoint")))] += 1
-    out += ["", "restored values (RESTORED cases; v1 states, and v2 states v1 did not have): side, outcome, lost -> states"]
+    out += [
+        "",
+        "restored values (RESTORED cases; v1 states, and v2 states v1 did not have): side, outcome, lost -> states",
+    ]
     out += [f"  {sd} {o:14s} lost={lost:5s} {k:5d}" for (sd, o, lost), k in sorted(restored.items(), key=str)]
-    out += ["  states v2 does not declare, still in v2's own savepoint (backend, kept) -> states: "
-            + ", ".join(f"{b} {k}: {n}" for (b, k), n in sorted(kept.items()))]
+    out += [
+        "  states v2 does not declare, still in v2's own savepoint (backend, kept) -> states: "
+        + ", ".join(f"{b} {k}: {n}" for (b, k), n in sorted(kept.items()))
+    ]
     return out
 
 
