@@ -211,7 +211,9 @@ def test_each_style_is_found_with_its_basis(run, line):
     assert opened["avg"]["type_info"] == "Java Tuple2<Long, Long>"
     assert opened["session"]["ttl"] == {
         "ttl_ms": 3_600_000, "update_type": "OnReadAndWrite", "state_visibility": "NeverReturnExpired",
-        "time_characteristic": "ProcessingTime", "cleanup": [{"strategy": "FULL_STATE_SCAN_SNAPSHOT"}],
+        "time_characteristic": "ProcessingTime", "cleanup": [
+            {"strategy": "FULL_STATE_SCAN_SNAPSHOT"},
+            {"strategy": "INCREMENTAL_CLEANUP", "cleanup_size": 10, "run_cleanup_for_every_record": False}],
         "cleanup_in_background": True,
     }
     assert all(v["ttl"] is None for k, v in opened.items() if k != "session")
@@ -224,6 +226,9 @@ def test_each_style_is_found_with_its_basis(run, line):
         "offsets": ("OPERATOR_LIST", "bytecode"), "marks": ("OPERATOR_UNION_LIST", "bytecode")}
     assert states("throttle")["offsets"]["declared_in"] == f"{job}$Throttle#initializeState"
     assert states("base-class")["by-name"]["declared_in"] == f"{job}$BaseRegisteredFn#register"
+    # a hook the base class's open() calls: registered while the task restores
+    assert states("base-class")["by-name"]["called_from"] == "org.flinkjobgraph.testjobs.StateStylesLine$RegisteringBase#open"
+    assert "called_from" not in opened["rides"]  # declared in open() itself
     assert states("Source: numbers")["SourceReaderState"]["basis"] == "flink_operator"
     rules = states("broadcast")["rules"]
     assert (rules["kind"], rules["basis"]) == ("BROADCAST", "descriptor_object")

@@ -198,6 +198,7 @@ public final class DeclaredStates {
                 }
                 if (d.descriptor == null) {
                     Map<String, Object> e = entry(d.hintName, d.kind, null, null, "bytecode", d.site, d.unresolved);
+                    calledFrom(e, d);
                     if (d.conditional) {
                         e.put("conditional", true);
                     }
@@ -344,6 +345,17 @@ public final class DeclaredStates {
             return false;
         }
 
+        /**
+         * {@code called_from}: the method Flink calls (open, initializeState, processElement...) a
+         * declaring call in a helper of the job is reached from, which says when the state is
+         * registered: while the task restores, or once it processes records.
+         */
+        static void calledFrom(Map<String, Object> e, StateCode.Decl d) {
+            if (d.entry != null && d.site != null && !d.entry.equals(d.site)) {
+                e.put("called_from", d.entry);
+            }
+        }
+
         /** Adds (or merges into an existing entry of the same descriptor and kind) one declaration. */
         void add(List<Map<String, Object>> out, Map<Object, Map<String, Object>> byDescriptor, StateCode.Decl d,
                 String basis, String declaredIn) {
@@ -360,6 +372,7 @@ public final class DeclaredStates {
             if (d.site != null && !d.site.equals(declaredIn)) {
                 e.put("registered_in", d.site);
             }
+            calledFrom(e, d);
             if (d.conditional) {
                 e.put("conditional", true);
             }

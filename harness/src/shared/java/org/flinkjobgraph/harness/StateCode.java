@@ -87,6 +87,8 @@ final class StateCode {
         boolean flinkCode;
         /** The call is not made on every path through the code Flink calls (a branch on a run-time value). */
         boolean conditional;
+        /** Class#method of the method Flink calls (open, processElement...) the call is reached from. */
+        String entry;
 
         Decl copy() {
             Decl d = new Decl();
@@ -101,6 +103,7 @@ final class StateCode {
             d.registersTimer = registersTimer;
             d.flinkCode = flinkCode;
             d.conditional = conditional;
+            d.entry = entry;
             return d;
         }
     }
@@ -529,7 +532,13 @@ final class StateCode {
             }
             Result res = analyse(owner, m, self, args, flinkMode, 0);
             if (res != null) {
-                out.addAll(res.decls);
+                for (Decl d : res.decls) {
+                    if (d.entry == null) {
+                        d = d.copy(); // results are shared between the entries that reach a helper
+                        d.entry = owner.getName() + "#" + name;
+                    }
+                    out.add(d);
+                }
             }
         }
         return out;
@@ -905,6 +914,38 @@ final class StateCode {
     }
 
     /** The value of a known V; Unres with the reason otherwise. */
+    /**
+     * The arguments of a reflective call as its parameters take them: the JVM computes booleans,
+     * chars, bytes and shorts as ints ({@code ICONST_0} for {@code false}), which
+     * {@code Method.invoke} does not convert back.
+     */
+    static Object[] coerce(String desc, Object[] a) {
+        Type[] pt = Type.getArgumentTypes(desc);
+        for (int i = 0; i < a.length && i < pt.length; i++) {
+            if (!(a[i] instanceof Integer)) {
+                continue;
+            }
+            int n = (Integer) a[i];
+            switch (pt[i].getSort()) {
+                case Type.BOOLEAN:
+                    a[i] = n != 0;
+                    break;
+                case Type.CHAR:
+                    a[i] = (char) n;
+                    break;
+                case Type.BYTE:
+                    a[i] = (byte) n;
+                    break;
+                case Type.SHORT:
+                    a[i] = (short) n;
+                    break;
+                default:
+                    break;
+            }
+        }
+        return a;
+    }
+
     Object value(V v) throws Unres {
         if (v == null) {
             throw new Unres("no value", null);
@@ -1750,8 +1791,9 @@ final class StateCode {
                 return builder(mi, recv, args, size);
             }
             Object r;
+            Object receiver = null;
             try {
-                Object receiver = recv == null ? null : value(recv);
+                receiver = recv == null ? null : value(recv);
                 if (recv != null && receiver == RUNTIME_CONTEXT) {
                     return runtimeContextCall(mi, args, size);
                 }
@@ -1782,18 +1824,21 @@ final class StateCode {
                         return size == 0 ? null : V.unknown(size, call + " not found");
                     }
                     m.setAccessible(true);
-                    r = m.invoke(isStatic ? null : receiver, a);
+                    r = m.invoke(isStatic ? null : receiver, coerce(mi.desc, a));
                     return size == 0 ? null : V.sized(r, size, null);
                 }
             } catch (Unres u) {
+                taintIfMutated(mi, receiver, call + ": " + u.getMessage());
                 Result f = maybeFollow(mi, values);
                 if (f != null) {
                     return size == 0 ? null : f.ret;
                 }
                 return size == 0 ? null : V.unknown(size, u.getMessage());
             } catch (java.lang.reflect.InvocationTargetException e) {
+                taintIfMutated(mi, receiver, call + " failed: " + e.getCause());
                 return size == 0 ? null : V.unknown(size, call + " failed: " + e.getCause());
             } catch (Throwable e) {
+                taintIfMutated(mi, receiver, call + " failed: " + e);
                 return size == 0 ? null : V.unknown(size, call + " failed: " + e);
             }
             Result f = maybeFollow(mi, values);
@@ -1801,6 +1846,18 @@ final class StateCode {
                 return size == 0 ? null : f.ret;
             }
             return size == 0 ? null : V.unknown(size, "the result of " + call + " (not evaluated before the job runs)");
+        }
+
+        /**
+         * A call that configures its receiver (TTL on a descriptor, a TTL builder's setting) whose
+         * arguments are not known or which failed: the receiver is not what the job has, so every
+         * later use of it is unknown, with why (never the object without that setting).
+         */
+        private void taintIfMutated(MethodInsnNode mi, Object receiver, String why) {
+            if (receiver != null && mutating(mi)) {
+                tainted.put(receiver, "configured by " + mi.name + " with a value not known before the job runs ("
+                        + why + ", in " + where() + ")");
+            }
         }
 
         private V runtimeContextCall(MethodInsnNode mi, List<? extends V> args, int size) throws Unres {
@@ -1941,7 +1998,7 @@ final class StateCode {
                         o.why = "constructor of " + c.getName() + " not found";
                     } else {
                         k.setAccessible(true);
-                        o.resolved = k.newInstance(a);
+                        o.resolved = k.newInstance(coerce(mi.desc, a));
                     }
                 } catch (Unres u) {
                     o.why = u.getMessage();

@@ -69,6 +69,7 @@ public final class StateStylesLine {
                     .setUpdateType(StateTtlConfig.UpdateType.OnReadAndWrite)
                     .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
                     .cleanupFullSnapshot()
+                    .cleanupIncrementally(10, false) // a boolean argument: the JVM passes it as an int
                     .build());
             session = getRuntimeContext().getState(sessionDesc);
         }
