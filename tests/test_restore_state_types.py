@@ -223,10 +223,18 @@ def test_inventory_reads_a_fleet_and_names_what_it_cannot_read(spark, run, fleet
             str(tmp_path / "no-such-folder"), "--output", out]  # fmt: skip
     assert main(args) == 0, capsys.readouterr().err
     said = capsys.readouterr().out
-    assert said.startswith("inventory: 84 savepoints (1 unreadable)"), said
+    assert said.startswith("inventory: 84 savepoints (1 unreadable, "), said
     states = spark.read.format("delta").load(f"{out}/savepoint_states").toPandas()
     errors = spark.read.format("delta").load(f"{out}/savepoint_errors").toPandas()
-    assert list(errors["error"]) == ["savepoint path does not exist"]
+    # the missing folder, and the truncated and the deleted state file (each named); whole savepoints: nothing
+    damaged = {kind: list(errors.loc[errors["savepoint"].str.endswith(str(broken[kind])), "error"])
+               for kind in ("truncated", "missing", "flipped")}  # fmt: skip
+    assert list(errors.loc[errors["savepoint"].str.endswith("no-such-folder"), "error"]) == [
+        "savepoint path does not exist"
+    ]
+    assert len(errors) == 1 + sum(map(len, damaged.values()))
+    assert damaged["truncated"] and all(broken["state_file"] in e and "truncated" in e for e in damaged["truncated"])
+    assert damaged["missing"] and all(e.endswith("file does not exist") for e in damaged["missing"])
     # the same states as check-restore read for the same folders (named by their URI here)
     mine = run["savepoint_states"]
     for c in cases[:10]:

@@ -149,7 +149,8 @@ def run_inventory(args: argparse.Namespace) -> int:
     if s is None:
         return code
     print(
-        f"inventory: {s.savepoints} savepoints ({s.unreadable} unreadable), {s.operators} operators, "
+        f"inventory: {s.savepoints} savepoints ({s.unreadable} unreadable, {s.damaged_files} damaged state files), "
+        f"{s.operators} operators, "
         f"{s.states} states ({s.kryo_states} held by Kryo), {s.bytes_read} bytes read -> {args.output}"
     )
     write_summary(args.summary_json, s.as_dict())

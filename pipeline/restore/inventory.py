@@ -4,8 +4,10 @@ Every savepoint (or retained checkpoint) found under the given paths is read onc
 executors: its ``_metadata`` whole, each state stream only as far as its serialization proxy
 (:mod:`pipeline.restore.savepoints`). The tables, keyed by the savepoint's folder:
 ``savepoint_operators`` (SPEC section 5), ``savepoint_states`` (every saved state with its
-types) and ``savepoint_errors`` (a savepoint that could not be read, with the reason), written
-as every table of the pipeline is (one commit each, the run published in ``runs``).
+types) and ``savepoint_errors`` (a savepoint that could not be read, with the reason; and each
+damaged state file of a readable one: every file its handles name is checked for existence, for
+the length the handles need and for a readable head, and every state stream's proxy must
+decode), written as every table of the pipeline is (one commit each, the run published in ``runs``).
 
 A given path is a savepoint folder, its ``_metadata`` file, or any folder above them: every
 ``_metadata`` below it is one savepoint (Flink's ``savepoint-*`` and ``chk-*`` layouts).
@@ -21,7 +23,12 @@ from pyspark.sql import functions as F
 
 from pipeline.options import Summary
 from pipeline.progress import Progress
-from pipeline.restore.savepoints import SAVEPOINT_ERRORS_SCHEMA, read_savepoint_tables, savepoint_states
+from pipeline.restore.savepoints import (
+    SAVEPOINT_ERRORS_SCHEMA,
+    read_savepoint_tables,
+    savepoint_states,
+    state_file_errors,
+)
 from pipeline.session import is_local_path, local_frame, local_path
 from pipeline.tables import delta_writer
 from pipeline.tables.columns import SAVEPOINT_OPERATORS_COLUMNS
@@ -36,7 +43,8 @@ class NoSavepoints(ValueError):
 @dataclass
 class InventorySummary(Summary):
     savepoints: int = 0
-    unreadable: int = 0
+    unreadable: int = 0  # savepoints whose _metadata cannot be read
+    damaged_files: int = 0  # state files missing, truncated or with a head that does not read
     operators: int = 0
     states: int = 0
     kryo_states: int = 0
@@ -112,13 +120,17 @@ def inventory(
         tables = read_savepoint_tables(spark, savepoints)
         operators = tables.operators.select(*SAVEPOINT_OPERATORS_COLUMNS)
         states = savepoint_states(spark, [(s, s) for s in savepoints], tables.heads).localCheckpoint(eager=True)
-        errors = tables.errors.select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
+        unreadable = tables.errors.select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
+    with progress.stage(spark, "check state files"):
+        damaged = state_file_errors(tables.files, tables.heads).localCheckpoint(eager=True)
+        errors = unreadable.unionByName(damaged)
     ids = local_frame(spark, [(s,) for s in savepoints], "savepoint string")
     writes = [delta_writer.TableWrite(t, df, key="savepoint", ids=ids) for t, df in zip(
         TABLES, (operators, states, errors), strict=True)]  # fmt: skip
     delta_writer.write_run(spark, output, writes, ids, say=progress.say, deletion_vectors=deletion_vectors)
     summary.savepoints = len(savepoints)
-    summary.unreadable = errors.count()
+    summary.unreadable = unreadable.count()
+    summary.damaged_files = damaged.count()
     summary.operators = operators.count()
     summary.states = states.where(F.col("state_name").isNotNull()).count()
     summary.kryo_states = states.where(F.col("uses_kryo")).count()

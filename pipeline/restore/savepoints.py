@@ -86,7 +86,7 @@ SAVEPOINTS_SCHEMA = _schema(
     ("error_offset", True),
 )
 
-_KIND = T.StructField("kind", T.StringType(), False)  # operator | savepoint | stream
+_KIND = T.StructField("kind", T.StringType(), False)  # operator | savepoint | stream | file
 # A state stream of an operator's subtask: where its head is (inline bytes, or a file to read).
 STREAM_SCHEMA = T.StructType(
     [
@@ -107,6 +107,9 @@ STREAM_SCHEMA = T.StructType(
     ]
 )
 HEAD_COLUMNS = ["savepoint", "metadata_path", *[f.name for f in STREAM_SCHEMA.fields if f.name != "candidates"]]
+# A file the handles name: the savepoint, the path as written, where to look, the end its
+# handles need (stream_size), the first operator naming it, the handle type.
+FILE_COLUMNS = ["savepoint", "metadata_path", "source", "candidates", "stream_size", "operator_id", "handle"]
 
 
 def _combined_schema() -> T.StructType:
@@ -147,6 +150,7 @@ class SavepointTables(NamedTuple):
     errors: DataFrame
     savepoints: DataFrame
     heads: DataFrame
+    files: DataFrame  # every file the handles name (FILE_COLUMNS), for state_file_errors
 
 
 def register_read_head(spark: SparkSession) -> None:
@@ -270,7 +274,25 @@ def _rows_for(savepoint: str, path: str | None, content: bytes | None, flink_lin
             }
         )
     rows.extend(_stream_rows(common, meta, path or ""))
+    rows.extend(_file_rows(common, meta, path or ""))
     return rows
+
+
+def _file_rows(base: dict, meta: SavepointMetadata, path: str) -> list[dict]:
+    """One row per file the ``_metadata``'s handles name (kind 'file'): where to find it, the end
+    its handles need (``stream_size``: the largest offset + size), the first operator naming it
+    and the handle types; what :func:`state_file_errors` checks."""
+    files: dict[tuple[str, str], dict] = {}
+    for f in meta.files:
+        ref = f.ref
+        key = (ref.location, ref.path or "")
+        row = files.get(key)
+        if row is None:
+            row = files[key] = {**base, "kind": "file", "operator_id": f.operator_id, "source": _spark_str(ref.path),
+                                "candidates": _candidates(ref.path or "", ref.location, path), "stream_size": 0,
+                                "handle": f.handle}  # fmt: skip
+        row["stream_size"] = max(row["stream_size"], ref.offset + ref.size)
+    return list(files.values())
 
 
 def _parse_files(
@@ -425,9 +447,10 @@ def read_savepoint_tables(
     errors = summaries.where(~F.col("ok")).select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
     streams = combined.where(F.col("kind") == "stream").select("savepoint", "metadata_path", *STREAM_SCHEMA.names)
     heads = _read_heads(streams) if state_heads else streams.select(*HEAD_COLUMNS).limit(0)
+    files = combined.where(F.col("kind") == "file").select(*FILE_COLUMNS)
     # Columns and types are those of the schema constants; every column is nullable here (one
     # combined parse), which Delta and the restore check do not mind.
-    return SavepointTables(operators, errors, summaries, heads)
+    return SavepointTables(operators, errors, summaries, heads, files)
 
 
 def _read_heads(streams: DataFrame, first: int = FIRST_CHUNK) -> DataFrame:
@@ -538,3 +561,85 @@ def savepoint_states(spark: SparkSession, given: Sequence[tuple[str, str]], head
 
 
 _STATE_ROWS_PER_BATCH = 5000
+
+
+# The bytes read from the start of every state file: enough to show it opens and reads.
+FILE_HEAD_BYTES = 64
+
+
+def state_file_errors(files: DataFrame, heads: DataFrame) -> DataFrame:
+    """``savepoint_errors`` rows (SAVEPOINT_ERRORS_SCHEMA) for every damaged state file: one the
+    ``_metadata``'s handles name that is missing (at every place it may be: :func:`_candidates`),
+    cannot be read, is shorter than the end its handles need (``error_offset``: its length), or
+    whose head cannot be read; and every state stream whose serialization proxy does not decode
+    (a damaged head) in a file that passed those checks, or inline in ``_metadata``."""
+    picked = _file_reads(files)
+    bad_files = picked.select(
+        "savepoint", "metadata_path", "source", _file_error().alias("error"),
+        F.when(F.col("r._length") < F.col("stream_size"), F.col("r._length")).alias("error_offset"),
+    ).where(F.col("error").isNotNull())  # fmt: skip
+    proxies = heads.mapInPandas(_proxy_errors, _PROXY_ERRORS_SCHEMA)
+    whole = proxies.join(bad_files.select("savepoint", "source"), ["savepoint", "source"], "left_anti")
+    return bad_files.unionByName(whole).select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
+
+
+def _file_reads(files: DataFrame) -> DataFrame:
+    """Per file (its FILE_COLUMNS but the candidates), ``r``: the read of its first bytes at the
+    first place it was found, else at the first place tried (whose error says why); read on the
+    executors, as the stream heads are."""
+    tried = files.select(*FILE_COLUMNS, F.posexplode("candidates").alias("_try", "_path"))
+    head = _read_head(F.col("_path"), 0, F.least(F.col("stream_size"), F.lit(FILE_HEAD_BYTES)))
+    read = tried.withColumn("_h", head).select(
+        *FILE_COLUMNS, "_try", "_path", F.length("_h.data").alias("_got"),
+        F.col("_h.file_length").alias("_length"), F.col("_h.error").alias("_error"),
+    )  # fmt: skip
+    rank = F.when(F.col("_length").isNotNull(), F.col("_try")).otherwise(F.col("_try") + 1000)
+    return read.groupBy(*[c for c in FILE_COLUMNS if c != "candidates"]).agg(
+        F.min_by(F.struct("_path", "_got", "_length", "_error"), rank).alias("r")
+    )
+
+
+def _file_error() -> Column:
+    """A file's error (null when it is whole): missing or unreadable, shorter than its handles
+    need, or its first bytes not read."""
+    named = F.concat(
+        F.lit("state file "), F.col("r._path"), F.lit(" ("), F.coalesce(F.col("handle"), F.lit("?")),
+        F.lit(" of operator "), F.coalesce(F.col("operator_id"), F.lit("?")), F.lit(")"),
+    )  # fmt: skip
+    why = F.coalesce(F.col("r._error"), F.lit("not read"))
+    short = F.concat(
+        named, F.lit(" is "), F.col("r._length").cast("string"),
+        F.lit(" bytes, but its state handles in _metadata take "), F.col("stream_size").cast("string"),
+        F.lit(": the file is truncated"),
+    )  # fmt: skip
+    head_short = F.coalesce(F.col("r._got"), F.lit(0)) < F.least(F.col("stream_size"), F.lit(FILE_HEAD_BYTES))
+    return (
+        F.when(F.col("r._length").isNull(), F.concat(named, F.lit(": "), why))
+        .when(F.col("r._length") < F.col("stream_size"), short)
+        .when(head_short, F.concat(named, F.lit(": its first bytes cannot be read: "), why))
+    )
+
+
+_PROXY_ERRORS_SCHEMA = T.StructType([*SAVEPOINT_ERRORS_SCHEMA.fields, T.StructField("source", T.StringType())])
+
+
+def _proxy_errors(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The state streams whose head was read but whose proxy does not decode: an error row each,
+    naming the stream (operator, subtask, kind) and its file."""
+    columns = _PROXY_ERRORS_SCHEMA.fieldNames()
+    for batch in batches:
+        out = []
+        for row in batch.to_dict("records"):
+            if row["data"] is None:
+                continue  # no bytes: the file check names the file
+            status, why = head_status(row["stream_kind"], bytes(row["data"]), bool(row["whole"]))
+            if status != "error":
+                continue
+            where = "inline in _metadata" if row["source"] == "inline" else f"in {row['source']}"
+            out.append({
+                "savepoint": row["savepoint"], "metadata_path": row["metadata_path"], "source": row["source"],
+                "error": f"{row['stream_kind']} state stream of operator {row['operator_id']} subtask {row['subtask']} "
+                         f"{where}: its serialization proxy does not decode: {why}",
+                "error_offset": None,
+            })  # fmt: skip
+        yield pd.DataFrame(out, columns=columns)

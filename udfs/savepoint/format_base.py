@@ -67,6 +67,7 @@ class FormatBase(ABC):
             trailer_class=trailer_class,
             checkpoint_properties=props,
             tags_seen=self.handles.tags,
+            files=list(self.handles.files),
         )
 
     def master_state(self) -> str:
@@ -117,6 +118,7 @@ class FormatBase(ABC):
         start = r.pos
         name, uid = self.operator_name_and_uid()
         op_id = r.take(16, "operator id").hex()
+        self.handles.operator_id = op_id  # the files its handles name are its
         parallelism = r.i32("parallelism")
         max_parallelism = r.i32("max parallelism")
         if parallelism < 0:  # OperatorState's constructor: new HashMap<>(parallelism)

@@ -11,6 +11,7 @@ reading release does not know and the releases whose layouts differ under the sa
 from __future__ import annotations
 
 from collections.abc import Callable, Container
+from dataclasses import dataclass
 
 from udfs.savepoint.metadata_model import Handle, MetadataError, MetadataReader, StreamRef
 
@@ -65,6 +66,17 @@ STATE_SCOPES = ("EXCLUSIVE", "SHARED")  # CheckpointedStateScope
 MAX_HANDLE_NESTING = 64  # changelog handles nest keyed handles; Flink itself has no limit but a stack
 
 
+@dataclass(frozen=True)
+class FileRef:
+    """A file a state handle names: the operator it belongs to (None: outside any operator), the
+    handle's type, and where its bytes are (``ref.path`` as written, ``ref.offset`` +
+    ``ref.size`` the end the file must reach)."""
+
+    operator_id: str | None
+    handle: str
+    ref: StreamRef
+
+
 class HandleReader:
     """Reads state handles at the reader's position; ``tags`` records each tag read.
 
@@ -83,6 +95,12 @@ class HandleReader:
         self.r = r
         self.stream_tags, self.keyed_tags, self.operator_tags = stream_tags, keyed_tags, operator_tags
         self.tags: set[str] = set()
+        # Every file a handle names (file, relative and segment handles, wherever they sit: managed
+        # and raw state, incremental checkpoints' shared and private files, changelogs, channel
+        # state, coordinators), with the operator being read: what must exist, and be as long as
+        # the handles say, for the savepoint to be whole (``inventory`` checks each one).
+        self.operator_id: str | None = None
+        self.files: list[FileRef] = []
 
     def tag(
         self,
@@ -119,7 +137,7 @@ class HandleReader:
         if tag == FILE_STREAM_STATE_HANDLE:
             size = r.i64("file state size")
             path = r.path("file path")
-            return Handle("FileStateHandle", size, (StreamRef("file", path, 0, size),))
+            return self._named(Handle("FileStateHandle", size, (StreamRef("file", path, 0, size),)))
         if tag == BYTE_STREAM_STATE_HANDLE:
             name = r.utf("handle name")
             n = r.count("inline state length")
@@ -129,7 +147,7 @@ class HandleReader:
         if tag == RELATIVE_STREAM_STATE_HANDLE:
             path = r.path("relative path")
             size = r.i64("relative file state size")
-            return Handle("RelativeFileStateHandle", size, (StreamRef("relative", path, 0, size),))
+            return self._named(Handle("RelativeFileStateHandle", size, (StreamRef("relative", path, 0, size),)))
         if tag == KEY_GROUPS_HANDLE:
             return self._key_groups_body("KeyGroupsStateHandle", depth)
         if tag == SEGMENT_FILE_HANDLE:
@@ -141,8 +159,13 @@ class HandleReader:
                 raise MetadataError(f"invalid CheckpointedStateScope ordinal {scope}", at_scope)
             path = r.path("segment file path")
             r.utf("logical file id")
-            return Handle("SegmentFileStateHandle", size, (StreamRef("segment", path, start, size),))
+            return self._named(Handle("SegmentFileStateHandle", size, (StreamRef("segment", path, start, size),)))
         return Handle("EmptySegmentFileStateHandle", 0)  # EMPTY_SEGMENT_FILE_HANDLE: the 0-byte singleton
+
+    def _named(self, h: Handle) -> Handle:
+        """A file-backed stream handle, recorded in ``files`` with the operator being read."""
+        self.files.extend(FileRef(self.operator_id, h.type_name, ref) for ref in h.streams)
+        return h
 
     def key_group_range(self) -> tuple[int, int]:
         """KeyGroupRange.of(start, start + num - 1) in Java int arithmetic: (range size, num as read).

@@ -100,6 +100,7 @@ class SavepointMetadata:
     trailer_class: str | None = None
     checkpoint_properties: dict | None = None
     tags_seen: set[str] = field(default_factory=set)
+    files: list = field(default_factory=list)  # handles.FileRef: every file a state handle names
 
     def _snapshot_type_fields(self) -> dict:
         ctype = (self.checkpoint_properties or {}).get("checkpointType")
