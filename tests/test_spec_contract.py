@@ -120,6 +120,19 @@ _FIELD_VALUES = {
     "exchange_mode": ["UNDEFINED", "BATCH", "HYBRID_FULL", "EAGER", None, _MISSING],
     "type_number": [0, 1, -3, 2**31, True, "0", None, _MISSING],
     "output_tag": ["late", 5, None, _MISSING],
+    "declared_states": [
+        [],
+        [{"name": "s", "kind": "VALUE", "serializer_snapshot": "AAAAAg==", "ttl": None, "conditional": True}],
+        [{"name": None, "kind": None, "unresolved": "why", "saved_as": ["_timer_state/x"]}],
+        [{"name": 3}],
+        [{"kind": "FOLDING"}],
+        [{"ttl": "1h"}],
+        [{"saved_as": "x"}],
+        [5],
+        "[]",
+        None,
+        _MISSING,
+    ],
 }
 _NODE_FIELDS = [
     k
@@ -182,6 +195,42 @@ def test_columnar_batch_path_accepts_exactly_what_the_checked_path_accepts():
     kinds = {o[1] if o[0] == "error" else "ok" for o in outcomes}
     assert {"ok", "BAD_FIELD", "UNKNOWN_ENUM", "MISSING_FIELD", "DANGLING_EDGE", "BAD_UID_HASH"} <= kinds
     assert len(accepted) > 2500 and left_to_checked > 0
+
+
+def test_declared_states_are_checked_and_kept_as_canonical_json():
+    """Node field ``declared_states`` (docs/spec-extensions.md): optional; a list of entry objects,
+    each field of its JSON type, the kind one of Flink's; a breach names the node, the entry and
+    the field (BAD_FIELD). Kept as canonical JSON text in the stream rows, and turned back into the
+    list by ``node_spec_fields``, so a spec rebuilt from rows (a fix proof) passes again."""
+    from udfs.spec.contract import node_spec_fields
+
+    entry = {"name": "rides", "kind": "VALUE", "serializer_snapshot": "AAAAAg==", "basis": "bytecode",
+             "declared_in": "a.Fn#open", "ttl": {"ttl_ms": 1}, "extra": [1, 2]}  # fmt: skip
+
+    def graph(declared: object) -> dict:
+        node = {"id": 2, "name": "Map", "parallelism": 1, "declared_states": declared}
+        return {"graph_id": "g", "nodes": [{"id": 1, "name": "S", "parallelism": 1}, node],
+                "edges": [{"source": 1, "target": 2}]}  # fmt: skip
+
+    nodes = {n["node_id"]: n for n in parse_graph(graph([entry])).nodes}
+    assert nodes[1]["declared_states"] is None  # absent: not known (an older exporter)
+    assert json.loads(nodes[2]["declared_states"]) == [entry]
+    assert nodes[2]["declared_states"] == json.dumps([entry], sort_keys=True, separators=(",", ":"))
+    assert node_spec_fields(nodes[2])["declared_states"] == [entry]
+    assert node_spec_fields(nodes[1]) == nodes[1]
+    assert parse_graph(graph([])).nodes[1]["declared_states"] == "[]"
+    for bad, words in (
+        ({"name": "x"}, "node 2 declared_states must be a list of objects"),
+        ([entry, 7], "node 2 declared_states[1] must be a JSON object"),
+        ([{**entry, "kind": "FOLDING"}], "node 2 declared_states[0] kind is 'FOLDING'; expected one of VALUE"),
+        ([{**entry, "serializer_snapshot": 12}], "node 2 declared_states[0] serializer_snapshot must be a string"),
+        ([{**entry, "ttl": 3600}], "node 2 declared_states[0] ttl must be a JSON object"),
+        ([{**entry, "conditional": "yes"}], "node 2 declared_states[0] conditional must be true or false"),
+        ([{**entry, "saved_as": ["a", 1]}], "node 2 declared_states[0] saved_as must be a list of strings"),
+    ):
+        with pytest.raises(ContractError) as e:
+            parse_graph(graph(bad))
+        assert e.value.code == "BAD_FIELD" and str(e.value).startswith(words), str(e.value)
 
 
 def _batch_graph(partitioner: str, dynamic: bool, version: str = "2.3", par: int = -1) -> dict:

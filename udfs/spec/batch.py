@@ -37,6 +37,7 @@ from udfs.spec.contract import (
     ContractError,
     ParsedGraph,
     base_partitioner,
+    declared_states_text,
     default_chaining_strategy,
     default_max_parallelism,
     default_source_kind,
@@ -320,10 +321,28 @@ def _node_columns(nd: list[dict[str, Any]], in_degree: np.ndarray) -> tuple[List
     ok &= _valid(cols["uid"], _STR_OR_NONE)
     ok &= _valid(cols["slot_sharing_group"], _STR_OR_NONE)
     ok &= _valid(cols["state_key_serializer_snapshot"], _STR_OR_NONE)
+    if any(v is not None for v in cols["declared_states"]):
+        texts, declared_ok = _declared_states(cols["declared_states"])
+        cols["declared_states"] = texts
+        ok &= declared_ok
     if any(v is not None for v in cols["uid_hash"]):
         ok &= _flags(cols["uid_hash"], lambda v: v is None or (type(v) is str and UID_HASH_RE.fullmatch(v) is not None))
         cols["uid_hash"] = [v.lower() if type(v) is str else v for v in cols["uid_hash"]]
     return cols, ok
+
+
+def _declared_states(values: list[Any]) -> tuple[list[str | None], np.ndarray]:
+    """Node field ``declared_states`` as the checked path keeps it (canonical JSON text), and
+    whether each node's is valid (a node whose is not goes to ``parse_graph``, which names why)."""
+    texts: list[str | None] = []
+    ok = np.ones(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        try:
+            texts.append(declared_states_text(v, ""))
+        except ContractError:
+            texts.append(None)
+            ok[i] = False
+    return texts, ok
 
 
 def _graph_breaches(

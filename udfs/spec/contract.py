@@ -78,6 +78,9 @@ NODE_COLUMNS = [
     "has_operator",
     "parallelism_configured",
     "state_key_serializer_snapshot",
+    # what the node's operator and functions declare (SPEC extension, docs/spec-extensions.md), as
+    # canonical JSON text: only the restore check's state half reads it
+    "declared_states",
 ]
 EDGE_COLUMNS = ["graph_id", "edge_idx", "source", "target", "partitioner", "exchange_mode", "type_number", "output_tag"]
 ERROR_COLUMNS = ["graph_id", "error_code", "message", "source_file"]
@@ -94,6 +97,7 @@ NODE_DEFAULTS: dict[str, Any] = {
     "has_operator": True,
     "parallelism_configured": False,
     "state_key_serializer_snapshot": None,
+    "declared_states": None,
 }
 EDGE_DEFAULTS: dict[str, Any] = {
     "partitioner": "FORWARD",
@@ -223,6 +227,55 @@ def _modules_text(value: Any) -> str | None:
     if bad:
         raise ContractError("BAD_FIELD", f"serializer_modules values must be true or false, not for {_short(bad)}")
     return text
+
+
+# node field declared_states (docs/spec-extensions.md): the kinds an entry may have, and each field's
+# JSON type (entries may carry more fields: they are kept as given)
+DECLARED_KINDS = ("VALUE", "LIST", "MAP", "REDUCING", "AGGREGATING", "BROADCAST", "OPERATOR_LIST",
+                  "OPERATOR_UNION_LIST", "TIMERS")  # fmt: skip
+_DECLARED_TEXT = ("name", "serializer_snapshot", "key_serializer_snapshot", "type_info", "basis", "declared_in",
+                  "registered_in", "called_from", "unresolved", "serializer")  # fmt: skip
+_DECLARED_LISTS = ("saved_as", "timers_registered_in")
+
+
+def declared_states_text(value: Any, where: str) -> str | None:
+    """Node field ``declared_states``: a list of entry objects, each field of its JSON type, kept
+    as canonical JSON text (one column whatever its shape); None when the field is absent."""
+    if value is None:
+        return None
+    what = f"{where} declared_states"
+    if not isinstance(value, list):
+        raise ContractError("BAD_FIELD", f"{what} must be a list of objects, got {_short(value)}")
+    for i, entry in enumerate(value):
+        _declared_entry(entry, f"{what}[{i}]")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _declared_entry(entry: Any, what: str) -> None:
+    e = _object(entry, what)
+    for key in _DECLARED_TEXT:
+        _str(e.get(key), f"{what} {key}", nullable=True)
+    kind = e.get("kind")
+    if kind is not None and kind not in DECLARED_KINDS:
+        raise ContractError("BAD_FIELD", f"{what} kind is {_short(kind)}; expected one of {', '.join(DECLARED_KINDS)}")
+    if e.get("ttl") is not None:
+        _object(e["ttl"], f"{what} ttl")
+    if "conditional" in e:
+        _bool(e["conditional"], f"{what} conditional")
+    for key in _DECLARED_LISTS:
+        items = e.get(key)
+        if items is not None and (not isinstance(items, list) or not all(isinstance(x, str) for x in items)):
+            raise ContractError("BAD_FIELD", f"{what} {key} must be a list of strings, got {_short(items)}")
+
+
+def node_spec_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A node row of the stream tables back in the spec's form (``declared_states`` as the list the
+    spec holds): the inverse of the checked path for that field, so a spec rebuilt from rows passes
+    the contract again."""
+    out = dict(row)
+    if isinstance(out.get("declared_states"), str):
+        out["declared_states"] = json.loads(out["declared_states"])
+    return out
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:
@@ -475,6 +528,7 @@ def _node_row_checked(n: Any, in_degree: Counter[int], graph_id: str) -> dict[st
     _bool(row["yielding"], f"{where} yielding")
     _bool(row["parallelism_configured"], f"{where} parallelism_configured")
     _str(row["state_key_serializer_snapshot"], f"{where} state_key_serializer_snapshot", nullable=True)
+    row["declared_states"] = declared_states_text(row["declared_states"], where)
     return row
 
 
