@@ -12,7 +12,7 @@ The phases:
    operators and stream rows, and those of the job version that took the savepoint when the
    manifest names it) and ONE grouped pandas UDF over all checks decides, explains, proposes
    fixes and proves them by computing the patched graph again (:mod:`udfs.restore.check_rows`);
-5. **write**: the four restore tables, each replaced by its key in one Delta commit, and the
+5. **write**: the restore tables, each replaced by its key in one Delta commit, and the
    run published in ``runs`` (:func:`pipeline.tables.delta_writer.write_run`), as ``compute``
    writes its tables.
 
@@ -51,6 +51,7 @@ from pipeline.tables.columns import (
     FIXES_COLUMNS,
     MATCHES_COLUMNS,
     RESTORE_CHECKS_COLUMNS,
+    RESTORE_WARNINGS_COLUMNS,
     SAVEPOINT_OPERATORS_COLUMNS,
     STATE_PROBLEMS_COLUMNS,
     struct,
@@ -98,7 +99,8 @@ class RestoreSummary(Summary):
 @dataclass
 class RestoreRun:
     """A check-restore run: its summary and its restore tables (``restore_checks``,
-    ``restore_operator_matches``, ``restore_fixes``, ``restore_state_problems``) as
+    ``restore_operator_matches``, ``restore_fixes``, ``restore_state_problems``,
+    ``restore_warnings``) as
     checkpointed DataFrames, which the deploy gate reads its one check from."""
 
     summary: RestoreSummary
@@ -172,19 +174,20 @@ def run_checks(
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
     problems = _table(decided, "restore_state_problems", STATE_PROBLEMS_COLUMNS)
+    warnings = _table(decided, "restore_warnings", RESTORE_WARNINGS_COLUMNS)
     if output is not None:
         sp_table = _savepoint_operators(spark, lines, savepoints.operators)
         given = sorted({(c.savepoint, c.savepoint_path) for c in lines if c.savepoint_path and c.error is None})
         states = savepoint_states(spark, given, savepoints.heads)
         fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
         check_fps = local_frame(spark, fp_rows, incremental.SCHEMA)
-        _write(spark, output, lines, results, matches, fixes, problems, sp_table, states, check_fps, progress, settings,
-               compare)  # fmt: skip
+        _write(spark, output, lines, results, matches, fixes, problems, warnings, sp_table, states, check_fps, progress,
+               settings, compare)  # fmt: skip
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     _count_fixes(summary, fixes)
     tables = {"restore_checks": results, "restore_operator_matches": matches, "restore_fixes": fixes,
-              "restore_state_problems": problems}  # fmt: skip
+              "restore_state_problems": problems, "restore_warnings": warnings}  # fmt: skip
     return RestoreRun(summary, tables)
 
 
@@ -469,6 +472,7 @@ def _write(
     matches: DataFrame,
     fixes: DataFrame,
     problems: DataFrame,
+    warnings: DataFrame,
     sp_table: DataFrame,
     states: DataFrame,
     check_fps: DataFrame,
@@ -489,7 +493,7 @@ def _write(
             delta_writer.TableWrite(name, rows, key="check_id", compare=compare)
             for name, rows in (("restore_checks", results), ("restore_operator_matches", matches),
                                ("restore_fixes", fixes), ("restore_state_problems", problems),
-                               (incremental.TABLE, check_fps))
+                               ("restore_warnings", warnings), (incremental.TABLE, check_fps))
         ),
     ]  # fmt: skip
     delta_writer.write_run(

@@ -35,7 +35,8 @@ from pipeline.tables.delta_writer import read_published, table_path
 TABLE = "check_fingerprints"
 SCHEMA = "check_id string, fingerprint string, rules_version string"
 # the check-keyed tables a check's rows are in (a killed run's commits to them are diffed)
-CHECK_TABLES = ["restore_checks", "restore_operator_matches", "restore_fixes", "restore_state_problems", TABLE]
+CHECK_TABLES = ["restore_checks", "restore_operator_matches", "restore_fixes", "restore_state_problems",
+                "restore_warnings", TABLE]  # fmt: skip
 _ROOT = Path(__file__).resolve().parents[2]
 _CODE = ("udfs/restore", "udfs/savepoint", "pipeline/restore", "conf/profiles")
 

@@ -48,6 +48,7 @@ COMMAND_TABLES: dict[str, tuple[str, ...]] = {
         "restore_operator_matches",
         "restore_fixes",
         "restore_state_problems",
+        "restore_warnings",
         "check_fingerprints",
     ),
 }

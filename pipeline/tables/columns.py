@@ -72,6 +72,7 @@ CHECK_EXTRA_COLUMNS = [
     "undecidable_reasons",
     "taken_as_unchanged",
     "states_checked_in_user_code",
+    "loss_warnings",  # how many restore_warnings rows the check has (silent losses of a restore Flink accepts)
 ]
 RESTORE_CHECKS_COLUMNS = [
     *CHECK_KEY,
@@ -105,6 +106,20 @@ PROBLEM_COLUMNS = [
     "order",
 ]
 STATE_PROBLEMS_COLUMNS = [*CHECK_KEY, *PROBLEM_COLUMNS]
+# One row per silent loss of a check: saved values a restore Flink accepts does not carry over (the
+# fields of udfs/restore/state_warnings.RestoreWarning).
+WARNING_COLUMNS = [
+    "operator_id",
+    "state_name",
+    "backend",
+    "state_kind",
+    "field_path",
+    "loss",  # STATE_NOT_DECLARED, STATE_RENAMED, POJO_FIELD_REMOVED, POJO_FIELD_RENAMED, AVRO_FIELD_REMOVED, ...
+    "detail",
+    "renamed_to",
+    "basis",
+]
+RESTORE_WARNINGS_COLUMNS = [*CHECK_KEY, *WARNING_COLUMNS]
 # One row per saved state of a savepoint (udfs/savepoint/state_rows.py).
 SAVEPOINT_STATES_COLUMNS = list(STATE_COLUMNS)
 MATCHES_COLUMNS = [
@@ -201,6 +216,7 @@ _INT_COLUMNS = (
     "master_state_count",
     "subtasks",
     "states_checked_in_user_code",
+    "loss_warnings",
 )
 _LONG_COLUMNS = ("state_size", "checkpoint_id", "metadata_bytes", "trailer_bytes", "unparsed_bytes", "error_offset")
 _BOOL_COLUMNS = (

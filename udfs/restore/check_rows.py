@@ -28,8 +28,9 @@ from udfs.restore import fixes as rf
 from udfs.restore import rules as rr
 from udfs.restore import state_rules as sr
 from udfs.restore.state_fixes import advice_for
+from udfs.restore.state_warnings import WARNING_FIELDS, RestoreWarning
 from udfs.savepoint.state_streams import StreamHead, operator_states
-from udfs.spec.contract import graph_spec_fields
+from udfs.spec.contract import graph_spec_fields, node_spec_fields
 
 NODE_FIELDS = ["node_id", "name", "uid", "uid_hash", "chaining_strategy", "max_parallelism"]
 OPERATOR_FIELDS = ["node_id", "operator_id", "user_operator_id", "jobvertex_id", "chain_index"]
@@ -78,7 +79,9 @@ def spec_of(graph: dict[str, Any], nodes: list[dict], edges: list[dict]) -> dict
     checks read it (defaults applied; the JSON-text fields as objects again), edges in their
     spec order."""
     spec = graph_spec_fields({k: v for k, v in graph.items() if k != "source_file"})
-    spec["nodes"] = [{("id" if k == "node_id" else k): v for k, v in n.items() if k != "graph_id"} for n in nodes]
+    spec["nodes"] = [
+        node_spec_fields({("id" if k == "node_id" else k): v for k, v in n.items() if k != "graph_id"}) for n in nodes
+    ]
     ordered = sorted(edges, key=lambda e: e["edge_idx"])
     spec["edges"] = [{k: v for k, v in e.items() if k not in ("graph_id", "edge_idx")} for e in ordered]
     return spec
@@ -231,6 +234,7 @@ def _decision_rows(
     if state is not None:
         out += [("restore_state_problems", json.dumps(problem_row(head, p))) for p in state.problems]
         out += [("restore_fixes", json.dumps(f)) for f in fix_rows(head, state.problems)]
+        out += [("restore_warnings", json.dumps(warning_row(head, w))) for w in state.warnings]
     return out
 
 
@@ -337,11 +341,13 @@ def restore_check_row(
         "undecidable_reasons": None,
         "taken_as_unchanged": None,
         "states_checked_in_user_code": None,
+        "loss_warnings": None,
     }
     if state is None or verdict != sr.RESTORES:
         return row
     row["taken_as_unchanged"] = list(state.taken_as_unchanged)
     row["states_checked_in_user_code"] = len(state.depends_on_user_code)
+    row["loss_warnings"] = len(state.warnings)
     if state.verdict == sr.FAILS:
         # the reported state failure, in the topology half's columns and the state half's
         row.update(verdict=sr.FAILS, failure=state.failure, operator_id=state.operator_id, message=state.message)
@@ -353,6 +359,11 @@ def restore_check_row(
             {f"{p.failure}: {p.undecidable_reason}" for p in state.problems if p.verdict == sr.NOT_DECIDABLE}
         )
     return row
+
+
+def warning_row(head: Mapping[str, Any], w: RestoreWarning) -> dict[str, Any]:
+    """A ``restore_warnings`` row: the check key, then the silent loss (:mod:`udfs.restore.state_warnings`)."""
+    return {**head, **{f: list(v) if isinstance(v := getattr(w, f), list) else v for f in WARNING_FIELDS}}
 
 
 def problem_row(head: Mapping[str, Any], p: sr.StateProblem) -> dict[str, Any]:

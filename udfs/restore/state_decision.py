@@ -13,21 +13,25 @@ Per saved operator matched into the new job (:class:`OperatorRestore`), in Flink
    savepoint's file order.
 
 Reading values back is one check for both backends (:meth:`OperatorRestore.read_back`),
-parameterised by the backend's :class:`ValuePolicy`: which failures can show while that backend
-reads, in which order, and how sure each is. What a failure is, and its message, is the
-serializer family's (:mod:`udfs.restore.families`); here is only where and when. Which of a
-check's failures Flink reports: :func:`udfs.restore.state_problems.reported_decision`.
+parameterised by the backend's :class:`udfs.restore.state_values.ValuePolicy`: which failures can
+show while that backend reads, in which order, and how sure each is. When the new job's spec says
+what each operator declares (``declared_states``), registration compares each saved state with
+its declaration (:mod:`udfs.restore.state_declared`); else it predicts the new serializer from the
+saved one. What a failure is, and its message, is the serializer family's
+(:mod:`udfs.restore.families`); here is only where and when. Which of a check's failures Flink
+reports: :func:`udfs.restore.state_problems.reported_decision`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from udfs.restore import families as fam
-from udfs.restore.families import composite, custom, enums, kryo, pojo
+from udfs.restore.families import composite, custom, enums, kryo
 from udfs.restore.families.base import CompatResult
+from udfs.restore.state_declared import DeclaredRegistration
 from udfs.restore.state_inputs import ClassFacts, NewOperator, StateContext
 from udfs.restore.state_kinds import Basis, Cause, ErrorClass, Failure, Phase, Stage, Verdict
 from udfs.restore.state_problems import (
@@ -39,11 +43,13 @@ from udfs.restore.state_problems import (
     WalkOrder,
     reported_decision,
 )
+from udfs.restore.state_values import HEAP, OPERATOR, ValuePolicy, ValueRead, kryo_class_changed
+from udfs.restore.state_warnings import RestoreWarning
 from udfs.savepoint.serializer_snapshots import SnapshotNode, module_of
 from udfs.savepoint.state_meta import OperatorStateTypes, StateMetaInfo
 from udfs.savepoint.state_rows import node_paths, state_kind, user_classes
 
-__all__ = ["decide_states", "OperatorRestore", "ValuePolicy", "HEAP", "OPERATOR"]
+__all__ = ["decide_states", "OperatorRestore"]
 
 # The backends' exception texts, identical in the 1.12, 1.20 and 2.x sources (HeapRestoreOperation,
 # FullSnapshotRestoreOperation, RocksDBKeyedStateBackend, HeapKeyedStateBackend,
@@ -56,7 +62,6 @@ HEAP_STATE_MESSAGE = (
 )
 OPERATOR_STATE_MESSAGE = "The new state typeSerializer for operator state must not be incompatible."
 BROADCAST_STATE_MESSAGE = "The new value typeSerializer for broadcast state must not be incompatible."
-_HEAP_ONLY = "restoring backend not known: a heap backend fails reading the values back, RocksDB at registration"
 _TIMERS = ("TIMERS", "PRIORITY_QUEUE")
 
 
@@ -68,6 +73,7 @@ class _Collector:
         self.items: list[StateProblem] = []
         self.read_failed: set[tuple[str, str | None]] = set()
         self.user_code: list[str] = []
+        self.warnings: list[RestoreWarning] = []
         self.unchanged: list[str] = []
 
     def add(self, p: StateProblem, order: WalkOrder) -> None:
@@ -103,6 +109,7 @@ def decide_states(
         OperatorRestore(op, new, ctx, classes, olds, col, position).run()
     decision = reported_decision(col.items)
     decision.depends_on_user_code = col.user_code
+    decision.warnings = col.warnings
     decision.taken_as_unchanged = list(dict.fromkeys(col.unchanged))
     return decision
 
@@ -120,36 +127,6 @@ def _backend_of(op: OperatorStateTypes, ctx: StateContext) -> tuple[str | None, 
         elif "KeyGroupsStateHandle" in h:
             fmt, native = "NATIVE", "hashmap"
     return ctx.restore_backend or native, fmt
-
-
-class ValueRead(NamedTuple):
-    """One saved state's serializer as a backend reads its values back."""
-
-    policy: ValuePolicy
-    idx: int
-    ser: SnapshotNode
-    root: str
-    where: dict[str, Any]
-
-
-# one failure a backend's read-back may meet: True when it decides this state's read (recorded or not)
-ValueCheck = Callable[["OperatorRestore", ValueRead], bool]
-
-
-@dataclass(frozen=True)
-class ValuePolicy:
-    """How a backend reads saved values back at restore: the phase, the failures looked for in
-    order, and what stays open. ``misread_needs_backend``: a Kryo collection misread inside a POJO
-    is reported only when the backend is known to read values (heap); ``misread_uncertain``: why
-    its message stays open even when known; ``backend_unknown_open``: a read-back failure is
-    reported with its failure and message open when the backend is not known (RocksDB would fail
-    at registration instead)."""
-
-    phase: Phase
-    checks: tuple[ValueCheck, ...]
-    misread_needs_backend: bool
-    misread_uncertain: str | None
-    backend_unknown_open: bool
 
 
 @dataclass
@@ -369,102 +346,16 @@ class OperatorRestore:
                 if self.read_back(OPERATOR, idx, ser, _role(role), where):
                     break
 
-    def value_entry_gone(self, v: ValueRead) -> bool:
-        return self.entry_gone(v.policy.phase, v.idx, v.ser, v.root, [Basis.SAVEPOINT, Basis.FLINK_SOURCE], **v.where)
-
-    def collection_field_misread(self, v: ValueRead) -> bool:
-        """A POJO's Kryo collection field misread by 2.x: the next field gets the wrong bytes."""
-        kryo_at = kryo.first_collection(v.ser, v.root) if self.ctx.crosses_to_2x else None
-        misread = kryo.pojo_field_misread(v.ser, v.root, self.classes, self.olds) if kryo_at is not None else None
-        if misread is None or (v.policy.misread_needs_backend and self.backend is None):
-            return False
-        path, message = misread
-        if message is None:
-            uncertain = {"message": kryo.POJO_MISREAD}
-        else:
-            uncertain = {"message": v.policy.misread_uncertain} if v.policy.misread_uncertain else {}
-        basis = [Basis.SAVEPOINT, Basis.CLASS_FACTS, Basis.FLINK_SOURCE, Basis.OBSERVED]
-        error = ErrorClass.ILLEGAL_ARGUMENT
-        self.kryo5_misread(v.policy.phase, v.idx, error, message, path, basis, uncertain, **v.where)
-        return True
-
-    def heap_stream_misread(self, v: ValueRead) -> bool:
-        """A Kryo collection misread in a NATIVE heap stream: the key-group stream loses its place
-        and the next state id read is not there. Canonical heap savepoints were read without
-        error: registration decides."""
-        kryo_at = kryo.first_collection(v.ser, v.root) if self.ctx.crosses_to_2x else None
-        if kryo_at is None:
-            return False
-        if self.fmt == "NATIVE" and self.backend == "hashmap":
-            if len(self.keyed) == 1:
-                uncertain = {"message": kryo.LAST_IN_KEY_GROUP}
-            else:
-                uncertain = dict.fromkeys(("failure", "message", "failure_stage"), kryo.KEY_GROUP_ORDER)
-            basis = [Basis.SAVEPOINT, Basis.FLINK_SOURCE, Basis.OBSERVED]
-            message, error = kryo.HEAP_NATIVE_MISREAD_MESSAGE, ErrorClass.NULL_POINTER
-            self.kryo5_misread(v.policy.phase, v.idx, error, message, kryo_at, basis, uncertain, **v.where)
-        return True
-
-    def operator_stream_misread(self, v: ValueRead) -> bool:
-        """A Kryo collection read by 2.x's Kryo 5 while the operator backend is built."""
-        kryo_at = kryo.first_collection(v.ser, v.root) if self.ctx.crosses_to_2x else None
-        if kryo_at is None:
-            return False
-        self.add(
-            v.policy.phase, v.idx, verdict=Verdict.FAILS, failure=Failure.KRYO_COLLECTION_ON_2X,
-            cause=Cause.KRYO_COLLECTION_ON_2X, field_path=kryo_at, failure_stage=Stage.TASK_RESTORE,
-            basis=[Basis.SAVEPOINT, Basis.FLINK_SOURCE], uncertain={"message": kryo.OPERATOR_STATE_MISREAD}, **v.where,
-        )  # fmt: skip
-        return True
-
-    def field_set(self, v: ValueRead) -> bool:
-        """A kept POJO field whose new type cannot take the saved value (``Field.set``)."""
-        hit = pojo.field_set_failure(v.ser, self.classes, self.olds, v.root)
-        if hit is None:
-            return False
-        path, message, certain = hit
-        uncertain = {} if certain else {"message": pojo.MAYBE_NULLS}
-        if v.policy.backend_unknown_open and self.backend is None:
-            uncertain.update(dict.fromkeys(("failure", "message"), _HEAP_ONLY))
-        self.fails(
-            v.policy.phase, v.idx, Failure.STATE_READ_FAILED, ErrorClass.ILLEGAL_ARGUMENT, message,
-            cause=Cause.POJO_FIELD_RETYPED, field_path=path, uncertain=uncertain,
-            basis=[Basis.SAVEPOINT, Basis.CLASS_FACTS, Basis.FLINK_SOURCE], **v.where,
-        )  # fmt: skip
-        return True
-
-    def no_longer_a_pojo(self, v: ValueRead) -> bool:
-        """Saved POJOs of a class the new jar gives to Kryo, rebuilt by a known heap backend."""
-        pred = fam.predict_new(v.ser, self.ctx, self.classes, v.root)
-        to_kryo = next((p for p, c in pred.causes if c == Cause.POJO_TO_KRYO), None)
-        if to_kryo is None or self.backend is None:
-            return False
-        self.add(
-            v.policy.phase, v.idx, verdict=Verdict.FAILS, failure=Failure.STATE_READ_FAILED,
-            cause=Cause.POJO_TO_KRYO, field_path=to_kryo, basis=[Basis.SAVEPOINT, Basis.CLASS_FACTS],
-            uncertain={"message": pojo.NO_LONGER_A_POJO, "failure_stage": ASSUME_OPEN}, **v.where,
-        )  # fmt: skip
-        return True
-
-    def kryo_class_changed(self, phase: Phase, idx: int, ser: SnapshotNode, root: str, basis: list[str],
-                           where: dict[str, Any]) -> bool:  # fmt: skip
-        changed = kryo.class_changed(ser, self.classes, self.olds, root)
-        if changed is None:
-            return False
-        kw = {"cause": Cause.KRYO_CLASS_CHANGED, "field_path": changed[0], "basis": basis, **where}
-        self.undecidable(phase, idx, Failure.KRYO_CLASS_CHANGED, changed[1], **kw)
-        return True
-
-    def value_kryo_class_changed(self, v: ValueRead) -> bool:
-        basis = [Basis.SAVEPOINT, Basis.CLASS_FACTS]
-        return self.kryo_class_changed(v.policy.phase, v.idx, v.ser, v.root, basis, v.where)
-
     # -- user code requests the states ---------------------------------------------------------
 
     def registration(self) -> None:
         """``getState`` / ``getListState`` ... in ``initializeState()`` / ``open()``: keyed states
         (namespace, kind, then value serializer: heap accepts migration, RocksDB migrates values),
-        then operator and broadcast states (element serializer)."""
+        then operator and broadcast states (element serializer). Against the declarations where the
+        spec has them, else predicted from the saved serializers."""
+        if self.new.declared is not None:
+            DeclaredRegistration(self, self.new.declared).run()
+            return
         for idx, name, info, kind in self.keyed_states():
             if kind not in _TIMERS:
                 self.col.user_code.append(f"{self.op.operator_id}/{name}")
@@ -481,7 +372,7 @@ class OperatorRestore:
         pred = fam.predict_new(ser, self.ctx, self.classes, "value")
         facts_used = any(c != Cause.KRYO_COLLECTION_ON_2X for _, c in pred.causes)
         basis = [Basis.SAVEPOINT] + ([Basis.CLASS_FACTS] if facts_used else [])
-        if bk == "keyed" and self.kryo_class_changed(Phase.REGISTER, idx, ser, "value", basis, where):
+        if bk == "keyed" and kryo_class_changed(self, Phase.REGISTER, idx, ser, "value", basis, where):
             return
         c = fam.compatibility(pred.node, ser, "value")
         cause = _cause_at(pred.causes, c.path)
@@ -545,36 +436,6 @@ class OperatorRestore:
                 self.undecidable(Phase.REGISTER, idx, Failure.KRYO2_VALUES_ON_KRYO5, found[1],
                                  basis=[Basis.SAVEPOINT, Basis.OBSERVED], **kw)  # fmt: skip
                 return
-
-
-# A heap backend reads every keyed value back (NATIVE and CANONICAL savepoints alike); a misread
-# Kryo collection shows in the POJO holding it, else in the key group's stream; RocksDB reads none.
-HEAP = ValuePolicy(
-    Phase.VALUES,
-    (
-        OperatorRestore.collection_field_misread,
-        OperatorRestore.heap_stream_misread,
-        OperatorRestore.field_set,
-        OperatorRestore.no_longer_a_pojo,
-    ),
-    misread_needs_backend=True,
-    misread_uncertain=kryo.POJO_READ_BACK,
-    backend_unknown_open=True,
-)
-# The operator backend always reads its values, after restoring each Kryo snapshot.
-OPERATOR = ValuePolicy(
-    Phase.OP_VALUES,
-    (
-        OperatorRestore.value_entry_gone,
-        OperatorRestore.field_set,
-        OperatorRestore.collection_field_misread,
-        OperatorRestore.operator_stream_misread,
-        OperatorRestore.value_kryo_class_changed,
-    ),
-    misread_needs_backend=False,
-    misread_uncertain=None,
-    backend_unknown_open=False,
-)
 
 
 def _role(role: str) -> str:

@@ -3,21 +3,21 @@
 The state half (:mod:`udfs.restore.state_rules`) decides from these inputs only. Each comes from the
 spec (docs/state-rules.md, "Inputs"): the lines from ``flink_version`` (or the ``_metadata``
 format), the backend from ``state_backend``, the optional modules from ``serializer_modules``, the
-new key serializer from a node's ``state_key_serializer_snapshot`` and the user classes from
-``user_classes``. What is missing is taken as unchanged, and the decision names it.
+new key serializer from a node's ``state_key_serializer_snapshot``, what each node declares from
+its ``declared_states`` (:mod:`udfs.restore.declared`) and the user classes from ``user_classes``.
+What is missing is taken as unchanged, and the decision names it.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from udfs.savepoint.binary import Reader, StateMetaError
-from udfs.savepoint.serializer_snapshots import SnapshotNode, UserClass, read_serializer_snapshot
+from udfs.flink.profiles import restore_rules
+from udfs.restore.declared import DECLARED_STATES_FIELD, Declarations, declarations_from_spec, snapshot_from_base64
+from udfs.savepoint.serializer_snapshots import SnapshotNode, UserClass
 
 __all__ = [
     "ClassFacts",
@@ -85,7 +85,9 @@ class NewOperator:
 
     ``key_serializer``: the decoded spec field ``state_key_serializer_snapshot`` (None: not in
     the spec, or not keyed); ``chain_index``: position in its job vertex's chain (head 0), since
-    Flink restores a chain tail first; ``vertex_order``: the vertex's position in the JobGraph."""
+    Flink restores a chain tail first; ``vertex_order``: the vertex's position in the JobGraph;
+    ``declared``: the node's ``declared_states`` (None: the spec does not say what it declares,
+    and every saved state is taken as declared as before)."""
 
     operator_id: str
     jobvertex_id: str | None = None
@@ -97,6 +99,7 @@ class NewOperator:
     key_serializer: SnapshotNode | None = None
     key_type: str | None = None  # the spec's readable key type, when given
     key_serializer_error: str | None = None  # the spec field was there but did not decode
+    declared: Declarations | None = None
 
     @staticmethod
     def from_rows(operator: Mapping[str, Any], node: Mapping[str, Any], vertex_order: int = 0) -> NewOperator:
@@ -120,6 +123,7 @@ class NewOperator:
             key_serializer=key,
             key_type=node.get("state_key_type"),
             key_serializer_error=error,
+            declared=declarations_from_spec(node.get(DECLARED_STATES_FIELD)),
         )
 
 
@@ -130,16 +134,9 @@ def key_serializer_from_spec(value: str) -> SnapshotNode:
     """The spec node field ``state_key_serializer_snapshot``: base64 of the bytes Flink's
     ``TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot`` writes for the StreamNode's
     state key serializer (proxy version 2, then the versioned snapshot), the very bytes a keyed
-    backend writes at the head of its state. Raises ValueError when they do not decode."""
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise ValueError(f"{KEY_SERIALIZER_FIELD}: not base64 ({e})") from None
-    try:
-        read = read_serializer_snapshot(Reader(data, 0))
-    except StateMetaError as e:
-        raise ValueError(f"{KEY_SERIALIZER_FIELD}: {e}") from None
-    return read.node  # an UNKNOWN node for a custom key serializer: its compatibility is unknown
+    backend writes at the head of its state. Raises ValueError when they do not decode. A custom
+    key serializer decodes to an UNKNOWN node: its compatibility is unknown."""
+    return snapshot_from_base64(value, KEY_SERIALIZER_FIELD)
 
 
 _HEAP_BACKENDS = ("hashmap", "jobmanager", "filesystem")
@@ -173,12 +170,26 @@ class StateContext:
     ``state_backend`` through :func:`backend_family`); None: taken from the savepoint's native handles where they tell
     (KeyGroupsStateHandle: hashmap, IncrementalRemoteKeyedStateHandle: rocksdb), else unknown.
     ``modules``: optional module -> whether the new job's class path loads it (spec field
-    ``serializer_modules``); None, or a module not named: taken as present (and said so)."""
+    ``serializer_modules``); None, or a module not named: taken as present (and said so).
+    ``target_line``: the Flink line that restores (``2.3``), for what differs within a major line
+    (:attr:`ttl_switch`)."""
 
     saved_major: int | None
     target_major: int | None
     restore_backend: str | None = None
     modules: Mapping[str, bool] | None = None
+    target_line: str | None = None
+
+    @property
+    def ttl_switch(self) -> str:
+        """What the restoring line does with a state whose TTL was switched on or off (profile
+        ``restore.state_ttl_switch``, read in each line's ``StateSerializerProvider`` and backends):
+        ``incompatible`` (up to 2.0: the TTL wrapper is another serializer), ``heap_refuses`` (2.1:
+        ``TtlAwareSerializer`` makes it compatible after migration, RocksDB migrates the values, the
+        heap backend refuses), ``migrates`` (2.2+: both backends migrate)."""
+        m = re.match(r"\s*(\d+)\.(\d+)", str(self.target_line or ""))
+        rules = restore_rules(f"{int(m.group(1))}.{int(m.group(2))}") if m else None
+        return str((rules or {}).get("state_ttl_switch", "incompatible"))
 
     def module_gone(self, module: str) -> bool | None:
         """Whether the new job cannot load the module's snapshot classes (None: not known)."""

@@ -31,8 +31,9 @@ class Failure(StrEnum):
 
     KEY_SERIALIZER_INCOMPATIBLE = "KEY_SERIALIZER_INCOMPATIBLE"
     STATE_SERIALIZER_INCOMPATIBLE = "STATE_SERIALIZER_INCOMPATIBLE"
-    # a saved state registered with another kind (RegisteredKeyValueStateBackendMetaInfo): how
-    # Flink's outcomes are read; the kind is declared in user code, so no rule predicts it yet
+    # a saved state registered with another kind (RegisteredKeyValueStateBackendMetaInfo
+    # .checkStateMetaInfo) or another assignment mode (operator state): foreseen from the new
+    # job's declared_states
     STATE_KIND_CHANGED = "STATE_KIND_CHANGED"
     ENUM_CONSTANT_REMOVED = "ENUM_CONSTANT_REMOVED"
     STATE_READ_FAILED = "STATE_READ_FAILED"  # the saved values cannot be read back at restore
@@ -44,6 +45,8 @@ class Failure(StrEnum):
     KRYO2_VALUES_ON_KRYO5 = "KRYO2_VALUES_ON_KRYO5"
     STATE_UNREADABLE = "STATE_UNREADABLE"
     NEW_TYPE_UNKNOWN = "NEW_TYPE_UNKNOWN"
+    # the new job's declaration that may register a saved state is unresolved (declared_states)
+    DECLARATION_UNRESOLVED = "DECLARATION_UNRESOLVED"
 
 
 class Cause(StrEnum):
@@ -67,6 +70,11 @@ class Cause(StrEnum):
     KRYO2_VALUES_ON_KRYO5 = "KRYO2_VALUES_ON_KRYO5"
     KRYO_SERIALIZER_INSTANCE_1X = "KRYO_SERIALIZER_INSTANCE_1X"
     MODULE_NOT_ON_CLASS_PATH = "MODULE_NOT_ON_CLASS_PATH"
+    # what a declaration the new job makes (declared_states) changed
+    STATE_KIND_CHANGED = "STATE_KIND_CHANGED"
+    TTL_SWITCHED = "TTL_SWITCHED"  # TTL switched on or off: Flink's TtlSerializer wraps the value or not
+    AVRO_SCHEMA_CHANGED = "AVRO_SCHEMA_CHANGED"
+    DECLARATION_UNRESOLVED = "DECLARATION_UNRESOLVED"
 
 
 class Phase(IntEnum):
@@ -87,6 +95,7 @@ class Basis(StrEnum):
     KEY_TYPE_IN_SPEC = "key_type_in_spec"
     CLASS_FACTS = "class_facts"
     SERIALIZER_MODULES = "serializer_modules"
+    DECLARED_STATES = "declared_states"  # what the new job declares (the spec node field)
     FLINK_SOURCE = "flink_source"
     OBSERVED = "observed"  # seen in real restores, not read in Flink's source
 
@@ -99,6 +108,8 @@ class ErrorClass(StrEnum):
     ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
     NULL_POINTER = "java.lang.NullPointerException"
     CLASS_NOT_FOUND = "java.lang.ClassNotFoundException"
+    EOF = "java.io.EOFException"
+    INDEX_OUT_OF_BOUNDS = "java.lang.ArrayIndexOutOfBoundsException"
 
 
 HASH = "<hash>"  # where Flink prints an identity hash code (Object.toString)

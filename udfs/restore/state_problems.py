@@ -8,7 +8,7 @@ first certain failure is the one Flink reports.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from udfs.restore.state_kinds import Phase, Verdict
 
@@ -102,7 +102,8 @@ class StateDecision:
     not decidable without running the job; ``taken_as_unchanged``: the inputs that were missing
     and taken as unchanged (``class <name>``: a user class in the saved types without facts;
     ``key of <operator>``: no key serializer in the spec; ``backend of <operator>``: a canonical
-    savepoint and no configured backend)."""
+    savepoint and no configured backend); ``warnings``: the silent losses a restore Flink accepts
+    would bring (:mod:`udfs.restore.state_warnings`)."""
 
     verdict: str
     problems: list[StateProblem]
@@ -116,6 +117,7 @@ class StateDecision:
     assumes: list[str] = field(default_factory=list)
     depends_on_user_code: list[str] = field(default_factory=list)
     taken_as_unchanged: list[str] = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)  # silent losses (state_warnings.RestoreWarning)
 
     @property
     def reported(self) -> StateProblem | None:
@@ -151,6 +153,10 @@ def reported_decision(items: list[StateProblem]) -> StateDecision:
             )
         if undecided and any(p.order < order for p in undecided):
             decision.uncertain.setdefault("reported", "an earlier step is not decidable")
+        elif any(p.order.task != order.task for p in undecided):
+            decision.uncertain.setdefault(
+                "reported", "a state of another task is not decidable: if that task fails, Flink may report it first"
+            )
     elif undecided:
         decision.verdict = Verdict.NOT_DECIDABLE
         decision.uncertain = {"verdict": "; ".join(sorted({p.undecidable_reason or p.failure for p in undecided}))}

@@ -17,6 +17,7 @@ compatibility (:func:`written_by_kryo2`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from udfs.restore.families import base, composite
 from udfs.restore.families.base import Compat, CompatResult, Family, Predicting, Resolve, predicted
@@ -66,6 +67,11 @@ KEY_GROUP_ORDER = (
 POJO_READ_BACK = (
     "how Kryo 5 reads the Kryo 2 collection bytes depends on the saved values: seen to read them back without "
     "an error (then the registration check fails) or to lose the key group's place (a NullPointerException)"
+)
+CANONICAL_LIST_MISREAD = (
+    "Kryo 5 reads each element of the list's value from where the Kryo 2 bytes of the one before ended: what that "
+    "throws depends on the saved bytes (seen: EOFException: Buffer underflow., a ClassNotFoundException naming "
+    "misread bytes, Encountered unregistered class ID)"
 )
 POJO_MISREAD = (
     "the field after the misread collection is not a known primitive: the read goes on misaligned and fails "
@@ -167,6 +173,89 @@ def class_changed(
                 "depends on Kryo's field serializer and the values"
             )
     return None
+
+
+@dataclass(frozen=True)
+class KryoChange:
+    """A class Kryo keeps whose serialized fields differ between the jars (old facts -> new).
+
+    Kryo's ``FieldSerializer`` (Flink's default for a generic class, Kryo 2 on 1.x, Kryo 5 on 2.x)
+    writes the fields one after the other, sorted by name, with no names, lengths or count: the
+    new class reads the saved bytes as if they had its own fields. ``tail_only``: the kept fields
+    come first in that order, unchanged, and every added or removed field sorts after them, so
+    reading stops early (fields removed: the value's last bytes are left unread) or wants bytes
+    past the saved value's end (fields added)."""
+
+    path: str
+    type_class: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    retyped: tuple[str, ...]
+    tail_only: bool
+
+    @property
+    def text(self) -> str:
+        parts = [f"{what} {list(names)}" for what, names in
+                 (("added", self.added), ("removed", self.removed), ("retyped", self.retyped)) if names]  # fmt: skip
+        return f"{self.type_class}: " + ", ".join(parts)
+
+
+def kryo_change(
+    ser: SnapshotNode, classes: Mapping[str, ClassFacts], olds: Mapping[str, ClassFacts], root: str
+) -> KryoChange | None:
+    """The first class Kryo keeps in a saved tree whose fields changed between the old and the new
+    jar (both jars' facts needed; see :func:`facts_missing`)."""
+    for p, n in node_paths(ser, root):
+        if not n.is_kryo or not n.type_class:
+            continue
+        new, old = classes.get(n.type_class), olds.get(n.type_class)
+        if new is None or old is None or new.kind != "generic" or old.kind != "generic" or new.fields == old.fields:
+            continue
+        a, b = dict(old.fields), dict(new.fields)
+        added = tuple(sorted(set(b) - set(a)))
+        removed = tuple(sorted(set(a) - set(b)))
+        retyped = tuple(sorted(f for f in set(a) & set(b) if a[f] != b[f]))
+        kept = sorted(set(a) & set(b))
+        tail = not retyped and all(f > kept[-1] for f in added + removed) if kept else False
+        return KryoChange(p, n.type_class, added, removed, retyped, tail)
+    return None
+
+
+def facts_missing(ser: SnapshotNode, classes: Mapping[str, ClassFacts], olds: Mapping[str, ClassFacts],
+                  root: str) -> tuple[str, str] | None:  # fmt: skip
+    """(path, class) of the first class Kryo keeps that the new jar describes but the previous
+    version's facts do not: the savepoint keeps no Kryo schema, so whether the saved bytes still
+    read depends on how the class looked when they were written."""
+    for p, n in node_paths(ser, root):
+        if n.is_kryo and n.type_class and n.type_class in classes and n.type_class not in olds:
+            if classes[n.type_class].kind == "generic":
+                return p, n.type_class
+    return None
+
+
+def facts_missing_reason(type_class: str) -> str:
+    return (
+        f"Kryo keeps no schema of {type_class} in the savepoint and the previous version's class facts (the previous "
+        "spec's user_classes) are not given: whether the saved bytes read with the new class depends on its fields "
+        "then"
+    )
+
+
+KRYO_STREAM_MISREAD = (
+    "Kryo reads the saved values of a class whose fields changed ({change}) one after the other with no field "
+    "count: the stream goes on from the wrong byte, and what that throws (or whether it reads through with wrong "
+    "values) depends on the saved bytes"
+)
+KRYO_VALUES_MISREAD = (
+    "the new class reads other bytes than the saved value holds: whether it fails or reads wrong values depends on "
+    "the saved bytes"
+)
+
+
+# Kryo's EOF at the end of a value's bytes, as Flink's NoFetchingInput raises it (EOFException
+# cause of a KryoException, rethrown by KryoSerializer.deserialize): Kryo 2 on 1.x, Kryo 5 on 2.x
+EOF_CLASS = "java.io.EOFException"
+EOF_MESSAGE = {1: "No more bytes left.", 2: "Buffer underflow."}
 
 
 def _plain_class(facts: ClassFacts | None, classes: Mapping[str, ClassFacts]) -> bool:
