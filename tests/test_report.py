@@ -209,3 +209,17 @@ def test_no_status_cell_wraps_on_a_laptop_screen(browser) -> None:
             assert len(cells) > 10 and {n for _, n in cells} == {1}, (width, [c for c in cells if c[1] != 1][:5])
     finally:
         browser.call("Emulation.clearDeviceMetricsOverride")
+
+
+def test_silent_losses_are_listed_with_their_check() -> None:
+    """A check that restores but loses saved values (``restore_warnings``) shows each loss in its
+    row, and the fleet line counts such checks; the texts escaped like every other."""
+    import re
+
+    loss = "state 'rides' of operator " + "a" * 32 + ": field 'driverId' of <x.TaxiRide> is gone from the class"
+    checks = [CheckLine("c1", "sp", "job@v2", "RESTORES", losses=[loss]), CheckLine("c2", "sp", "job@v3", "RESTORES")]
+    html = report_page("fleet", "", checks, [])
+    rows = dict(re.findall(r'data-check-id="(\w+)">(.*?)</tr>', html))
+    assert "lost: state &#x27;rides&#x27;" in rows["c1"] and "&lt;x.TaxiRide&gt;" in rows["c1"]
+    assert "lost:" not in rows["c2"]
+    assert "1 would restore but lose saved values" in html

@@ -5,8 +5,8 @@ The phases:
 
 1. **checks**: ``restore_checks`` with, per check, its fixes (``restore_fixes``), its lost
    operators and their state (``restore_operator_matches``), its failing state problems
-   (``restore_state_problems``), the new version's Flink line and the operator's name
-   (``operators``; else the savepoint's own, 2.x formats);
+   (``restore_state_problems``), its silent losses (``restore_warnings``), the new version's Flink
+   line and the operator's name (``operators``; else the savepoint's own, 2.x formats);
 2. **versions**: for each failing check, the job version that took the savepoint: the
    manifest's ``savepoint_graph_id`` as ``restore_checks`` records it; where it is not given (or
    the tables come from a release that did not record it), the other graph holding the most of
@@ -121,6 +121,7 @@ def _check_lines(tables: _Tables) -> tuple[list[CheckLine], dict[str, dict[str, 
         for r in fix_df.orderBy("check_id", "proof_round", "operator_id", "fix_code").collect():
             fixes[r.check_id].append(r)
 
+    losses = _losses(tables)
     out, lost = [], {}
     for r in rows.collect():
         d = r.asDict()
@@ -150,9 +151,20 @@ def _check_lines(tables: _Tables) -> tuple[list[CheckLine], dict[str, dict[str, 
                 problems=len(check_fixes) + int(d.get("n_state") or 0),
                 lost_operators=len(lost_rows),
                 lost_state_bytes=sum(m.state_size or 0 for m in lost_rows),
+                losses=losses.get(r.check_id, []),
             )
         )
     return out, lost
+
+
+def _losses(tables: _Tables) -> dict[str, list[str]]:
+    """Per check, its ``restore_warnings`` as lines (an output of a release before the table: none)."""
+    warnings = tables.get("restore_warnings")
+    out: dict[str, list[str]] = defaultdict(list)
+    if warnings is not None:
+        for w in warnings.orderBy("check_id", "operator_id", "state_name", "field_path").collect():
+            out[w.check_id].append(f"state '{w.state_name}' of operator {w.operator_id}: {w.detail}")
+    return out
 
 
 def _joined_checks(tables: _Tables) -> DataFrame:

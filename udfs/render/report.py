@@ -84,6 +84,7 @@ class CheckLine:
     problems: int = 0  # restore_fixes rows + failing state problems: what has to change
     lost_operators: int = 0  # saved operators the restore fails on (LOST)
     lost_state_bytes: int = 0  # their saved state
+    losses: list[str] = field(default_factory=list)  # restore_warnings: saved values a restore would not carry over
     diff: str | None = None  # the anchor of its job's section
     diff_note: str = ""  # why it has none
 
@@ -190,10 +191,12 @@ def _fleet(checks: list[CheckLine]) -> str:
         by_line.setdefault(c.flink_version or "unknown", Counter())[c.status] += 1
     lines = sorted(by_line.items(), key=lambda kv: _line_key(kv[0]))
     jobs = len({c.graph_id for c in failing})
+    losing = sum(1 for c in checks if c.losses and c.status != FAILS)
+    losses = f" {losing} would restore but lose saved values (listed with each check)." if losing else ""
     return (
         f'<section id="fleet"><div class="tiles">{tiles}</div>'
         f'<p class="meta">{len(checks)} checks of {len({c.graph_id for c in checks})} job versions; '
-        f"{jobs} job version{'s' if jobs != 1 else ''} would fail to restore.</p>"
+        f"{jobs} job version{'s' if jobs != 1 else ''} would fail to restore.{losses}</p>"
         f'<div class="fleet-tables"><div><h3>Failing checks by failure kind</h3>{kinds_html}</div>'
         f"<div><h3>Checks by Flink line (the new version's)</h3>"
         f"{_counts_table(lines, statuses, 'Flink', 'by-line')}</div></div></section>"
@@ -231,6 +234,8 @@ def _check_row(i: int, c: CheckLine) -> str:
         if c.diff
         else _e(c.graph_id) + (f'<div class="meta">{_e(c.diff_note)}</div>' if c.diff_note else "")
     )
+    if c.losses:
+        reasons += '<ul class="losses">' + "".join(f"<li>lost: {_e(w)}</li>" for w in c.losses) + "</ul>"
     lost = ""
     if c.lost_operators:
         lost = (
@@ -277,7 +282,8 @@ table.checks td.message { min-width: 24em; max-width: 40em; }
 table.checks td.check-id, table.checks td.job { min-width: 11em; max-width: 22em; }
 tr.check.fails td.status { color: #c62828; font-weight: bold; } tr.check.error td.status { color: #8e5b00; }
 tr.check.restores td.status { color: #2e7d32; }
-ul.fixes, ul.undecidable { margin: 0; padding-left: 1.2em; } .proven { color: #2e7d32; font-weight: bold; }
+ul.fixes, ul.undecidable, ul.losses { margin: 0; padding-left: 1.2em; } ul.losses { color: #8e5b00; }
+.proven { color: #2e7d32; font-weight: bold; }
 .unproven { color: #c62828; font-weight: bold; }
 details.diff { background: white; border: 1px solid #d5dde8; border-radius: 6px; margin: 8px 0; padding: 6px 10px; }
 details.diff > summary { cursor: pointer; font-weight: bold; } details.diff[open] { background: #f6f8fb; }
