@@ -73,6 +73,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     one.add_argument("--previous-main-class", help="its main class (default: --main-class)")
     one.add_argument("--allow-non-restored-state", action="store_true", help="as flink run --allowNonRestoredState")
     one.add_argument("--report", metavar="PREFIX", help="also write PREFIX.xml (JUnit) and PREFIX.json for CI")
+    one.add_argument("--fail-on-loss", action="store_true",
+                     help="exit 4 when it restores but saved values would be lost (restore_warnings)")  # fmt: skip
     one.add_argument("program_args", nargs="*", metavar="-- ARGS", help="with --jar: arguments for main()")
     add_run_options(c)
     c.set_defaults(run=run)
@@ -84,6 +86,7 @@ EXIT_CODES = {
     1: "it would fail to restore",
     2: "the check could not run",
     3: "the check could not be decided (ERROR)",
+    4: "with --fail-on-loss: it restores, but saved values would be lost",
 }
 
 

@@ -38,12 +38,13 @@ from pipeline.restore.manifest import check_record
 from pipeline.session import local_path
 from udfs.savepoint.metadata import parse_metadata
 
-RESTORES_EXIT, FAILS_EXIT, USAGE_EXIT, ERROR_EXIT = 0, 1, 2, 3
+RESTORES_EXIT, FAILS_EXIT, USAGE_EXIT, ERROR_EXIT, LOSS_EXIT = 0, 1, 2, 3, 4
 EXIT_CODES = {
     RESTORES_EXIT: "the new version restores from the savepoint",
     FAILS_EXIT: "the new version would fail to restore (the printed problems say where and why)",
     USAGE_EXIT: "the check could not run (bad arguments, missing input, no Spark jars)",
     ERROR_EXIT: "the check could not be made (an unreadable savepoint, a graph Flink rejects)",
+    LOSS_EXIT: "with --fail-on-loss: the new version restores, but saved values would be lost (the printed losses)",
 }
 # The graph id the previous version's graph gets when it has the new version's (a job keeps its
 # name from version to version, and the export names a graph after its job).
@@ -63,11 +64,15 @@ class GateResult:
     savepoint: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # what the gate chose or could not honour
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # restore_warnings: silent losses
+    fail_on_loss: bool = False  # --fail-on-loss: a restore that would lose saved values exits LOSS_EXIT
 
     @property
     def exit_code(self) -> int:
         verdict = self.check.get("verdict")
-        return RESTORES_EXIT if verdict == "RESTORES" else FAILS_EXIT if verdict == "FAILS" else ERROR_EXIT
+        if verdict == "RESTORES":
+            return LOSS_EXIT if self.fail_on_loss and self.warnings else RESTORES_EXIT
+        return FAILS_EXIT if verdict == "FAILS" else ERROR_EXIT
 
 
 @dataclass(frozen=True)
@@ -242,6 +247,7 @@ def run_gate(spark: SparkSession, settings: Any, gate: GateCheck, output: str | 
             fixes=[r.asDict() for r in read("restore_fixes").collect()],
             matches=[r.asDict() for r in read("restore_operator_matches").collect()],
             savepoint=gate.savepoint,
+            warnings=[r.asDict() for r in read("restore_warnings").collect()],
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -277,8 +283,23 @@ def render(result: GateResult) -> list[str]:
         if p.get("verdict") == "NOT_DECIDABLE":
             lines.append(f"  not decidable here: {p.get('failure')}: {p.get('undecidable_reason')}")
     lines += _unmapped_lines(result)
+    if c.get("verdict") == "RESTORES":
+        lines += _loss_lines(result)
     lines += [f"  note: {n}" for n in result.notes]
     return list(dict.fromkeys(lines))
+
+
+def _loss_lines(result: GateResult) -> list[str]:
+    """The saved values a restore Flink accepts would not carry over (``restore_warnings``): Flink
+    reports none of them. With --fail-on-loss they fail the gate (exit 4)."""
+    out = []
+    for w in sorted(result.warnings, key=lambda w: (str(w.get("operator_id")), str(w.get("state_name")))):
+        where = f" ({w['field_path']})" if w.get("field_path") else ""
+        state = f"state '{w.get('state_name')}'{where}"
+        out.append(f"  loss: {state} of operator {w.get('operator_id')}: {w.get('detail')}")
+    if out and result.fail_on_loss:
+        out.append(f"  --fail-on-loss: exit {LOSS_EXIT} ({len(out)} loss{'es' if len(out) > 1 else ''})")
+    return out
 
 
 def _fix_line(f: dict[str, Any], knows_previous: bool) -> str:
@@ -321,8 +342,9 @@ def _unmapped_lines(result: GateResult) -> list[str]:
 
 
 def write_reports(prefix: str, result: GateResult) -> tuple[Path, Path]:
-    """``<prefix>.xml`` (JUnit: one test case, a failure for FAILS, an error for ERROR) and
-    ``<prefix>.json`` (the check's row, its state problems, its fixes and the notes)."""
+    """``<prefix>.xml`` (JUnit: one test case, a failure for FAILS (and, with --fail-on-loss, for
+    a restore that loses saved values), an error for ERROR, each loss a property) and
+    ``<prefix>.json`` (the check's row, its state problems, its fixes, its losses and the notes)."""
     xml_path, json_path = Path(prefix + ".xml"), Path(prefix + ".json")
     c = result.check
     suite = ET.Element("testsuite", name="flink-jobgraph check-restore", tests="1",
@@ -332,12 +354,21 @@ def write_reports(prefix: str, result: GateResult) -> tuple[Path, Path]:
     text = "\n".join(render(result))
     if c.get("verdict") == "FAILS":
         ET.SubElement(case, "failure", message=str(c.get("message")), type=str(c.get("failure"))).text = text
+    elif result.exit_code == LOSS_EXIT:
+        suite.set("failures", "1")
+        lost = f"{len(result.warnings)} silent loss(es) of saved values (--fail-on-loss)"
+        ET.SubElement(case, "failure", message=lost, type="LOSS").text = text
     elif c.get("verdict") == "ERROR":
         ET.SubElement(case, "error", message=str(c.get("message")), type="ERROR").text = text
+    if result.warnings:
+        props = ET.SubElement(case, "properties")
+        for w in result.warnings:
+            value = f"{w.get('operator_id')}/{w.get('state_name')} {w.get('field_path') or ''}: {w.get('detail')}"
+            ET.SubElement(props, "property", name=f"loss.{w.get('loss')}", value=value.replace("  ", " "))
     ET.SubElement(case, "system-out").text = text
     xml_path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(xml_path, encoding="utf-8", xml_declaration=True)
     payload = {"exit_code": result.exit_code, "check": c, "state_problems": result.problems, "fixes": result.fixes,
-               "notes": result.notes}  # fmt: skip
+               "loss_warnings": result.warnings, "notes": result.notes}  # fmt: skip
     json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return xml_path, json_path

@@ -59,6 +59,7 @@ def run_one_job(args: argparse.Namespace) -> int:
                 e.proc.kill()
                 e.proc.wait()
         shutil.rmtree(run.work, ignore_errors=True)  # the exported specs: the tables keep what they hold
+    result.fail_on_loss = bool(getattr(args, "fail_on_loss", False))
     print("\n".join(gate.render(result)))
     if args.report:
         xml, js = gate.write_reports(args.report, result)
