@@ -249,9 +249,7 @@ def test_the_gate_as_a_ci_step_from_both_jars_of_a_job_that_keeps_its_name(gate_
         "reports: ci/restore.xml, ci/restore.json",
     ]
     assert report["check"]["savepoint_graph_id"] == "Gate Job@previous"
-    assert [(f["old_name"], f["reasons"], f["verified"]) for f in report["fixes"]] == [
-        ("Alerts", ["UID_ADDED"], True)
-    ]
+    assert [(f["old_name"], f["reasons"], f["verified"]) for f in report["fixes"]] == [("Alerts", ["UID_ADDED"], True)]
 
 
 def test_a_job_exported_at_another_parallelism_gets_told_p_and_no_dropped_state(spark, gate_job, tmp_path, capsys):
@@ -282,3 +280,87 @@ def test_a_job_exported_at_another_parallelism_gets_told_p_and_no_dropped_state(
     assert "(--previous-jar or --previous-graphs)" in printed[3]
     assert printed[-1].endswith("if the job is deployed at 2, export it with -p 2")
     assert len(printed[4].split(": ")[1].split(", ")) == 2  # the source and the map
+
+
+DEPLOYMENT = """\
+apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata:
+  name: gate-job
+  namespace: streaming
+spec:
+  image: registry.example.com/gate-job:1
+  flinkVersion: v1_20
+  flinkConfiguration:
+    taskmanager.numberOfTaskSlots: 2
+    pipeline.max-parallelism: {max_parallelism}
+    state:
+      savepoints.dir: file:///flink-data/savepoints
+      checkpoints.dir: file:///flink-data/checkpoints
+    high-availability:
+      type: kubernetes
+      storageDir: file:///flink-data/ha
+  serviceAccount: flink
+  jobManager:
+    resources:
+      requests:
+        memory: "2048m"
+        cpu: "1"
+  taskManager:
+    resources:
+      requests:
+        memory: "2048m"
+        cpu: "1"
+  job:
+    jarURI: local:///opt/flink/usrlib/gate-v1.jar
+    entryClass: org.flinkjobgraph.gatejob.GateJob
+    parallelism: 2
+    upgradeMode: savepoint
+    state: running
+---
+apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata:
+  name: stateless-job
+spec:
+  image: registry.example.com/stateless:1
+  flinkVersion: v1_20
+  job:
+    jarURI: local:///opt/flink/usrlib/gate-v1.jar
+    parallelism: 2
+    upgradeMode: stateless
+"""
+
+
+def test_the_gate_takes_a_flink_deployment(gate_job, tmp_path, capsys):
+    """A FlinkDeployment (the Flink Kubernetes Operator's resource) instead of the flags: its jar
+    inside the image and its savepoint directory in the pods mapped with --map, its entry class,
+    parallelism and Flink version used, its flinkConfiguration's pipeline.max-parallelism applied
+    to the export: at the savepoint's own max parallelism (128) the job restores, at 256 it fails
+    as Flink fails it; the report lists every field's fate. A stateless one restores nothing."""
+    maps = ["--map", f"local:///opt/flink/usrlib={gate_job}", "--map", f"file:///flink-data={gate_job}"]
+    codes, reports = {}, {}
+    for max_p in (128, 256):
+        resource = tmp_path / f"gate-{max_p}.yaml"
+        resource.write_text(DEPLOYMENT.format(max_parallelism=max_p))
+        report = tmp_path / f"report-{max_p}"
+        codes[max_p] = main(["check-restore", "--quiet", "--resource", str(resource), "--resource-name", "gate-job",
+                             *maps, "--report", str(report)])  # fmt: skip
+        reports[max_p] = json.loads(report.with_suffix(".json").read_text())
+    printed = capsys.readouterr().out.splitlines()
+    assert codes == {128: 0, 256: 1}, printed
+    assert reports[256]["check"]["failure"] == "MAX_PARALLELISM_MISMATCH"
+    fields = reports[128]["resource"]
+    assert fields["resource"] == "FlinkDeployment streaming/gate-job"
+    assert {"spec.job.jarURI", "spec.job.entryClass", "spec.job.parallelism", "spec.flinkVersion",
+            "flinkConfiguration.pipeline.max-parallelism", "flinkConfiguration.state.savepoints.dir"} <= set(
+        fields["used"])  # fmt: skip
+    assert {"spec.image", "spec.podTemplate"} & set(fields["no_effect"]) == {"spec.image"}
+    assert not any(n.startswith("exported at parallelism") for n in reports[128]["notes"])  # the resource said 2
+    code = main(["check-restore", "--resource", str(tmp_path / "gate-128.yaml"), "--resource-name", "stateless-job",
+                 *maps])  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and out[0] == (
+        "check-restore: NOTHING TO RESTORE: FlinkDeployment stateless-job: upgradeMode stateless: the operator "
+        "upgrades the job without its state"
+    ), out

@@ -33,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--checks",
         help="JSON Lines manifest: check_id, savepoint (folder or _metadata; relative to the manifest), graph_id, "
-        "allow_non_restored_state (default false), savepoint_graph_id (optional: the version that took it)",
+        "allow_non_restored_state (default false), savepoint_graph_id (optional: the version that took it), resource "
+        "(optional: the job's FlinkDeployment / FlinkSessionJob YAML for the savepoint and the flag); or Flink "
+        "Kubernetes Operator resources themselves (a YAML file or a folder of them: one check per job)",
     )
     c.add_argument("--output", help="folder that holds one Delta table per sub-folder (one job: optional)")
     c.add_argument("--no-proof", action="store_true", help="propose fixes without recomputing the patched graphs")
@@ -49,7 +51,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="decide the state half as if the new jobs ran on this Flink line, e.g. 2.3 for the 1.x -> 2.x "
         "upgrade check (a manifest line's own target_flink wins)",
     )
-    one = c.add_argument_group("one job (instead of --checks)")
+    _add_one_job_options(c.add_argument_group("one job (instead of --checks)"))
+    add_run_options(c)
+    c.set_defaults(run=run)
+
+
+def _add_one_job_options(one: argparse._ArgumentGroup) -> None:
+    """The deploy gate's options (pipeline/restore/gate_run.py)."""
     one.add_argument(
         "--savepoint",
         help="the savepoint or retained checkpoint (folder or _metadata), or a folder holding several: the newest",
@@ -75,9 +83,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     one.add_argument("--report", metavar="PREFIX", help="also write PREFIX.xml (JUnit) and PREFIX.json for CI")
     one.add_argument("--fail-on-loss", action="store_true",
                      help="exit 4 when it restores but saved values would be lost (restore_warnings)")  # fmt: skip
+    one.add_argument("--resource", metavar="YAML",
+                     help="the job's Flink Kubernetes Operator resource (FlinkDeployment or FlinkSessionJob; a file of "
+                     "one or several documents): its entry class, args, parallelism, Flink version, configuration, "
+                     "savepoint directories, upgradeMode and allowNonRestoredState; the command line wins")  # fmt: skip
+    one.add_argument("--resource-name", metavar="NAME", help="with --resource: the job resource, when it holds several")
+    one.add_argument("--map", action="append", default=[], metavar="PREFIX=PATH",
+                     help="with --resource (or resources in --checks): a path inside the image or the pods on this "
+                     "machine, e.g. local:///opt/"
+                     "flink/usrlib=build/libs or file:///flink-data=/mnt/flink-data (repeatable)")  # fmt: skip
     one.add_argument("program_args", nargs="*", metavar="-- ARGS", help="with --jar: arguments for main()")
-    add_run_options(c)
-    c.set_defaults(run=run)
 
 
 # The one-job check's exit codes (pipeline/restore/gate.py), here without importing Spark for --help.
@@ -91,17 +106,21 @@ EXIT_CODES = {
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.savepoint:
+    if args.savepoint or args.resource:
         return run_one_job(args)
     if not (args.graphs and args.checks and args.output):
         return fail("check-restore needs --graphs, --checks and --output (a fleet), or --savepoint (one job)")
     from pipeline.compute.read import InputError
     from pipeline.restore.check import check_restore
+    from pipeline.restore.k8s import parse_maps
+    from pipeline.restore.manifest import read_manifest
     from pipeline.runner import run_command
 
     def body(spark, settings, progress):
+        # the manifest's records (its lines, or Kubernetes resources with --map), as the fleet path takes them
+        checks = read_manifest(spark, args.checks, args.target_flink, parse_maps(args.map), progress.say)
         return check_restore(
-            spark, args.graphs, args.checks, args.output, settings, progress, not args.no_proof, args.target_flink,
+            spark, args.graphs, checks, args.output, settings, progress, not args.no_proof, args.target_flink,
             args.full,
         )  # fmt: skip
 

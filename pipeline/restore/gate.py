@@ -33,7 +33,6 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.restore.inventory import find_savepoints
 from pipeline.restore.manifest import check_record
 from pipeline.session import local_path
 from udfs.savepoint.metadata import parse_metadata
@@ -64,6 +63,8 @@ class GateResult:
     savepoint: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # what the gate chose or could not honour
+    resource: dict[str, Any] | None = None  # a deployment resource's fields: used, no effect, not honoured
+    head: str | None = None  # the first line, when no check ran (nothing to restore)
     warnings: list[dict[str, Any]] = field(default_factory=list)  # restore_warnings: silent losses
     fail_on_loss: bool = False  # --fail-on-loss: a restore that would lose saved values exits LOSS_EXIT
 
@@ -87,47 +88,6 @@ class GateCheck:
     previous_lines: list[str] = field(default_factory=list)
     previous_graph_id: str | None = None
     target_flink: str | None = None
-
-
-def local_savepoint(path: str) -> str | None:
-    """``path`` resolved without Spark when it is on the local disk (a ``file:`` URI, or a path
-    without a scheme that exists here: relative ones against the working directory, as a CI
-    step gives them); the newest savepoint below a folder of several. None when it is not local
-    (object storage, HDFS): :func:`latest_savepoint` resolves it through Spark."""
-    if "://" in path and not path.startswith("file:"):
-        return None
-    plain = os.path.abspath(local_path(path))
-    if not path.startswith("file:") and not os.path.exists(plain):
-        return None
-    if not os.path.isdir(plain) or os.path.isfile(os.path.join(plain, "_metadata")):
-        return "file:" + plain
-    found = [os.path.join(d, "_metadata") for d, _, names in os.walk(plain) if "_metadata" in names]
-    if not found:
-        raise GateError(f"no Flink _metadata file under {path}")
-    return "file:" + os.path.dirname(max(found, key=lambda f: (os.stat(f).st_mtime_ns, f)))
-
-
-def latest_savepoint(spark: SparkSession, path: str) -> str:
-    """``path`` itself when it is a savepoint (a folder with ``_metadata``, or the file), else
-    the newest savepoint or retained checkpoint below it (by its ``_metadata``'s modification
-    time, as the last one written is the one to restore from). Local paths resolve against the
-    working directory."""
-    local = local_savepoint(path)
-    if local is not None:
-        return local
-    found = find_savepoints(spark, [path])
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise GateError(f"no Flink _metadata file under {path}")
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
-
-    def mtime(folder: str) -> int:
-        p = jvm.org.apache.hadoop.fs.Path(folder, "_metadata")
-        return int(p.getFileSystem(conf).getFileStatus(p).getModificationTime())
-
-    return max(found, key=mtime)
 
 
 def saved_parallelisms(spark: SparkSession | None, savepoint: str) -> list[int]:
@@ -262,10 +222,18 @@ _STAGES = {
 }
 
 
+def nothing_to_restore(what: str, why: str, notes: list[str], resource: dict[str, Any] | None) -> GateResult:
+    """The result when the deploy restores no state (a stateless upgrade): it starts, exit 0."""
+    check = {"check_id": what, "verdict": "RESTORES", "graph_id": what, "message": why}
+    return GateResult(check, notes=notes, resource=resource, head=f"check-restore: NOTHING TO RESTORE: {what}: {why}")
+
+
 def render(result: GateResult) -> list[str]:
     """The lines a CI log shows: the verdict, then per problem the operator, Flink's message and
     the fix, then what happens to the saved operators the new version does not have; each line
     once."""
+    if result.head:
+        return [result.head, *[f"  note: {n}" for n in result.notes]]
     c = result.check
     where = _STAGES.get(c.get("failure_stage") or "", "")
     head = f"check-restore: {c.get('verdict')}"
@@ -370,5 +338,7 @@ def write_reports(prefix: str, result: GateResult) -> tuple[Path, Path]:
     ET.ElementTree(suite).write(xml_path, encoding="utf-8", xml_declaration=True)
     payload = {"exit_code": result.exit_code, "check": c, "state_problems": result.problems, "fixes": result.fixes,
                "loss_warnings": result.warnings, "notes": result.notes}  # fmt: skip
+    if result.resource is not None:
+        payload["resource"] = result.resource
     json_path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return xml_path, json_path

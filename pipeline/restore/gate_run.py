@@ -22,6 +22,7 @@ from pipeline.export.command import harness_args
 from pipeline.export.harness import ExportError, ensure_harness, harness_dir, java_command
 from pipeline.options import fail, overrides, write_summary
 from pipeline.restore import gate
+from pipeline.restore.inventory import NoSavepoints, newest_local_savepoint, newest_savepoint
 
 
 @dataclass
@@ -40,6 +41,9 @@ class _Run:
     exports: dict[str, _Export] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     spark: Any = None
+    savepoints: list[str] = field(default_factory=list)  # where the savepoint is (the newest below them)
+    fallback: str | None = None  # a deployment's initialSavepointPath, when those hold none
+    resource: dict[str, Any] | None = None  # the deployment resource's field mapping, for the report
 
 
 def run_one_job(args: argparse.Namespace) -> int:
@@ -73,12 +77,16 @@ def _decide(args: argparse.Namespace, run: _Run) -> gate.GateResult:
     from pipeline.compute.run import Progress
     from pipeline.settings import load_settings
 
+    nothing = _apply_resource(args, run) if args.resource else None
+    if nothing is not None:
+        return nothing
+    run.savepoints = run.savepoints or [args.savepoint]
     _check_arguments(args)
     for specs, wanted, option in ((args.graphs, args.graph_id, "--graph-id"),
                                   (args.previous_graphs, args.previous_graph_id, "--previous-graph-id")):  # fmt: skip
         if specs:  # a wrong spec or graph id is told before Spark starts
             gate.one_graph_id(Path(specs), wanted, option)
-    early = gate.local_savepoint(args.savepoint)
+    early = _savepoint(run)
     wants_parallelism = bool(args.jar or args.previous_jar) and not _parallelism_given(args)
     if early is not None and wants_parallelism:
         _take_parallelism(args, gate.saved_parallelisms(None, early), run.notes)
@@ -86,7 +94,7 @@ def _decide(args: argparse.Namespace, run: _Run) -> gate.GateResult:
         _start_exports(args, run)
     settings = load_settings(overrides(args.set))
     run.spark = _session(settings)
-    savepoint = early or gate.latest_savepoint(run.spark, args.savepoint)
+    savepoint = early or _savepoint(run, run.spark)
     if not run.exports and (args.jar or args.previous_jar):
         if wants_parallelism:
             _take_parallelism(args, gate.saved_parallelisms(run.spark, savepoint), run.notes)
@@ -94,8 +102,63 @@ def _decide(args: argparse.Namespace, run: _Run) -> gate.GateResult:
     check = _gate_check(args, run, savepoint)
     run.notes += _parallelism_notes(check, gate.saved_parallelisms(run.spark, savepoint))
     result = gate.run_gate(run.spark, settings, check, args.output, Progress(not args.quiet))
-    result.notes = run.notes
+    result.notes, result.resource = run.notes, run.resource
     return result
+
+
+def _savepoint(run: _Run, spark: Any = None) -> str | None:
+    """The savepoint to check: the newest below the places given (without Spark only when they
+    are local: else None), or the deployment's initialSavepointPath when they hold none."""
+    try:
+        return newest_local_savepoint(run.savepoints) if spark is None else newest_savepoint(spark, run.savepoints)
+    except NoSavepoints:
+        if run.fallback is None:
+            raise
+        return newest_local_savepoint(run.fallback) or run.fallback
+
+
+def _apply_resource(args: argparse.Namespace, run: _Run) -> gate.GateResult | None:
+    """The command line completed from a FlinkDeployment / FlinkSessionJob (pipeline/restore/k8s.py):
+    what the command line gives wins. A result when there is nothing to check (upgradeMode
+    stateless, without --savepoint)."""
+    from pipeline.restore import k8s
+
+    resources = k8s.read_resources(args.resource)
+    r = k8s.pick(resources, args.resource_name, args.resource)
+    s = k8s.deploy_settings(r, resources, k8s.parse_maps(args.map))
+    run.resource = s.report()
+    run.notes.append(f"resource: {r.kind} {r.key} ({r.source})")
+    run.notes += [f"not honoured: {name}: {why}" for name, why in s.not_honoured.items()]
+    if args.flink and s.flink and args.flink != s.flink:
+        run.notes.append(f"--flink {args.flink} given: the resource's flinkVersion ({s.flink}) is not used")
+    args.flink = args.flink or s.flink
+    args.main_class = args.main_class or s.entry_class
+    args.program_args = args.program_args or (s.args or [])
+    args.parallelism = args.parallelism if args.parallelism is not None else s.parallelism
+    args.dynamic = [*s.dynamic, *args.dynamic]
+    args.allow_non_restored_state = args.allow_non_restored_state or bool(s.allow_non_restored_state)
+    if not args.graphs and not args.jar:
+        if s.jar is None:
+            raise gate.GateError(
+                f"{r.source}: spec.job.jarURI {s.jar_uri or '(none)'} is not a jar on this machine: give it with "
+                "--jar, or map its folder with --map (e.g. --map local:///opt/flink/usrlib=build/libs)"
+            )
+        args.jar = s.jar
+    if args.savepoint:
+        return None
+    if s.redeploy_from_initial and s.initial_savepoint:
+        run.savepoints = [s.initial_savepoint]
+    elif s.upgrade_mode == "stateless":
+        return gate.nothing_to_restore(f"{r.kind} {r.key}", "upgradeMode stateless: the operator upgrades the job "
+                                       "without its state", run.notes, run.resource)  # fmt: skip
+    elif s.savepoint_dirs or s.initial_savepoint:
+        run.savepoints, run.fallback = s.savepoint_dirs, s.initial_savepoint
+        run.savepoints = run.savepoints or [s.initial_savepoint]
+    else:
+        raise gate.GateError(f"{r.source}: no savepoint or checkpoint directory (flinkConfiguration "
+                             "execution.checkpointing.savepoint-dir, state.savepoints.dir ...) and no "
+                             "initialSavepointPath: give --savepoint")  # fmt: skip
+    return None
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

@@ -64,6 +64,62 @@ def find_savepoints(spark: SparkSession, paths: list[str]) -> list[str]:
     return sorted(dict.fromkeys(found))
 
 
+def newest_local_savepoint(path: str | list[str]) -> str | None:
+    """The savepoint to check when ``path`` is on the local disk (a ``file:`` URI, or a path
+    without a scheme that exists here: relative ones against the working directory, as a CI step
+    gives them), resolved without Spark: itself when it is a savepoint, else the newest savepoint
+    or retained checkpoint below it. Several paths (a deployment's savepoint and checkpoint
+    directories): the newest below any of them, those that do not exist left out. None when a
+    path is not local (object storage, HDFS): :func:`newest_savepoint` resolves it through Spark."""
+    paths = [path] if isinstance(path, str) else path
+    if any("://" in p and not p.startswith("file:") for p in paths):
+        return None
+    found: list[str] = []
+    for given in paths:
+        plain = os.path.abspath(local_path(given))
+        if not os.path.exists(plain):
+            if len(paths) == 1:  # the check names a path that does not exist
+                return "file:" + plain if given.startswith("file:") else None
+            continue
+        if not os.path.isdir(plain) or os.path.isfile(os.path.join(plain, "_metadata")):
+            if len(paths) == 1:
+                return "file:" + plain
+            found.append(os.path.join(plain, "_metadata") if os.path.isdir(plain) else plain)
+            continue
+        found += [os.path.join(d, "_metadata") for d, _, names in os.walk(plain) if "_metadata" in names]
+    if not found:
+        raise NoSavepoints(f"no Flink _metadata file under {', '.join(paths)}")
+    newest = max(found, key=lambda f: (os.stat(f).st_mtime_ns, f))
+    return "file:" + (os.path.dirname(newest) if os.path.basename(newest) == "_metadata" else newest)
+
+
+def newest_savepoint(spark: SparkSession, path: str | list[str]) -> str:
+    """``path`` itself when it is a savepoint (a folder with ``_metadata``, or the file), else
+    the newest savepoint or retained checkpoint below it (by its ``_metadata``'s modification
+    time, as the last one written is the one to restore from); several paths: the newest below
+    any. Local paths resolve against the working directory (:func:`newest_local_savepoint`)."""
+    local = newest_local_savepoint(path)
+    if local is not None:
+        return local
+    paths = [path] if isinstance(path, str) else path
+    found = find_savepoints(spark, paths)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NoSavepoints(f"no Flink _metadata file under {', '.join(paths)}")
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+
+    def mtime(folder: str) -> int:
+        p = jvm.org.apache.hadoop.fs.Path(folder, "_metadata")
+        try:
+            return int(p.getFileSystem(conf).getFileStatus(p).getModificationTime())
+        except Exception:  # noqa: BLE001 - a path that is not there: never the newest
+            return -1
+
+    return max(found, key=mtime)
+
+
 def _find_local(given: str) -> list[str]:
     # Named as Hadoop's listing names them (file:/abs/path), so a table's savepoint keys do
     # not depend on which lister found them.

@@ -10,8 +10,10 @@ re-run replaces its row instead of adding a second one (as ``file-error:`` graph
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +49,29 @@ def resolve_savepoint(savepoint: str, manifest_dir: str) -> str:
     return posixpath.normpath(posixpath.join(manifest_dir, savepoint))
 
 
-def read_manifest(spark: SparkSession, checks_path: str, target_flink: str | None = None) -> list[CheckLine]:
+def read_manifest(
+    spark: SparkSession,
+    checks_path: str,
+    target_flink: str | None = None,
+    maps: list[tuple[str, str]] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> list[CheckLine]:
     """Every line of the manifest file (or of every file of a manifest folder), checked;
-    ``target_flink`` for the lines that do not name their own.
+    ``target_flink`` for the lines that do not name their own. A line may name the job's Flink
+    Kubernetes Operator resource (``"resource"``: a YAML file, relative to the manifest; with
+    ``"resource_name"`` when it holds several jobs) for the savepoint and allowNonRestoredState
+    it does not give itself; ``checks_path`` may also be such resources themselves (a YAML file
+    or a folder of them): one check per job resource (:func:`pipeline.restore.k8s.fleet_check`).
+    ``maps``: ``--map`` prefixes for the paths inside the pods; ``say``: what the resources'
+    fields became, one line each.
 
     The manifest is read through Spark's file system layer, so it can live wherever Spark
     reads (a local path, ``s3a://``, ``dbfs:/``...); it is small, and checked on the driver."""
+    from pipeline.restore import k8s
+
+    resolver = _Resources(spark, maps or [], say or (lambda _: None))
+    if k8s.is_resource_path(checks_path):
+        return _reject_repeated_ids(resolver.checks(checks_path, target_flink))
     files = spark.read.text(checks_path, wholetext=True).select("value", F.input_file_name().alias("file")).collect()
     lines: list[CheckLine] = []
     for row in sorted(files, key=lambda r: r["file"]):
@@ -61,15 +80,84 @@ def read_manifest(spark: SparkSession, checks_path: str, target_flink: str | Non
         name = posixpath.basename(file)
         for number, text in enumerate(row["value"].splitlines(), start=1):
             if text.strip():
-                lines.append(_check_line(text, f"{name}:{number}", manifest_dir, target_flink))
+                lines.append(_check_line(text, f"{name}:{number}", manifest_dir, target_flink, resolver))
     return _reject_repeated_ids(lines)
 
 
-def _check_line(text: str, where: str, manifest_dir: str, target_flink: str | None = None) -> CheckLine:
+class _Resources:
+    """The manifest's Flink Kubernetes Operator resources: read, mapped, their savepoints found."""
+
+    def __init__(self, spark: SparkSession, maps: list[tuple[str, str]], say: Callable[[str], None]) -> None:
+        self.spark, self.maps, self.say = spark, maps, say
+
+    def newest(self, paths: list[str]) -> str:
+        from pipeline.restore.inventory import newest_savepoint
+
+        return newest_savepoint(self.spark, paths)
+
+    def settings(self, path: str, name: str | None) -> Any:
+        from pipeline.restore import k8s
+
+        resources = k8s.read_resources(path)
+        return k8s.deploy_settings(k8s.pick(resources, name, path), resources, self.maps)
+
+    def tell(self, s: Any) -> None:
+        """One line: the fields used, those that shape the graph (given), the others not honoured."""
+        from pipeline.restore.k8s import GRAPH_SHAPING
+
+        shaping = [k for k, v in s.not_honoured.items() if v == GRAPH_SHAPING]
+        others = [f"{k} ({v})" for k, v in s.not_honoured.items() if v != GRAPH_SHAPING]
+        text = f"resource {s.resource.kind} {s.resource.key} ({s.resource.source}): uses {', '.join(s.used) or '-'}"
+        if shaping:
+            text += f"; not honoured, as they shape the graph the fleet is given: {', '.join(shaping)}"
+        self.say(text + (f"; not honoured: {'; '.join(others)}" if others else ""))
+
+    def checks(self, path: str, target_flink: str | None) -> list[CheckLine]:
+        """One check per job resource of the YAML file or folder ``path``."""
+        from pipeline.restore import k8s
+
+        resources = k8s.read_resources(path.removeprefix("file:"))
+        out = []
+        for r in k8s.job_resources(resources):
+            s = k8s.deploy_settings(r, resources, self.maps)
+            try:
+                obj = k8s.fleet_check(s, self.newest)
+            except ValueError as e:  # stateless, or no savepoint: said, not checked
+                self.say(f"resource {r.kind} {r.key} not checked: {e}")
+                continue
+            self.tell(s)
+            out.append(check_record(obj, r.source, os.getcwd(), target_flink))
+        return out
+
+    def line(self, obj: dict[str, Any], where: str, manifest_dir: str) -> dict[str, Any]:
+        """A manifest object completed from the resource it names (its own fields win)."""
+        from pipeline.restore import k8s
+
+        path = resolve_savepoint(str(obj["resource"]), manifest_dir).removeprefix("file:")
+        s = self.settings(path, obj.get("resource_name"))
+        filled = dict(obj)
+        if not filled.get("savepoint"):
+            filled["savepoint"] = k8s.savepoint_of(s, self.newest)
+        if filled.get("allow_non_restored_state") is None and s.allow_non_restored_state is not None:
+            filled["allow_non_restored_state"] = s.allow_non_restored_state
+        k8s.fleet_fields(s)
+        self.tell(s)
+        return filled
+
+
+def _check_line(
+    text: str, where: str, manifest_dir: str, target_flink: str | None = None, resources: _Resources | None = None
+) -> CheckLine:
     try:
         obj: Any = json.loads(text)
     except json.JSONDecodeError as e:
         return _error_line(where, f"not JSON ({e.msg} at column {e.colno})")
+    if isinstance(obj, dict) and obj.get("resource") is not None and resources is not None:
+        try:
+            obj = resources.line(obj, where, manifest_dir)
+        except ValueError as e:  # a resource that cannot be read or names no savepoint
+            cid = obj.get("check_id") if isinstance(obj.get("check_id"), str) and obj.get("check_id") else None
+            return _error_line(where, f"resource {obj['resource']}: {e}", cid)
     return check_record(obj, where, manifest_dir, target_flink)
 
 
