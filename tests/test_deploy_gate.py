@@ -336,31 +336,52 @@ def test_the_gate_takes_a_flink_deployment(gate_job, tmp_path, capsys):
     """A FlinkDeployment (the Flink Kubernetes Operator's resource) instead of the flags: its jar
     inside the image and its savepoint directory in the pods mapped with --map, its entry class,
     parallelism and Flink version used, its flinkConfiguration's pipeline.max-parallelism applied
-    to the export: at the savepoint's own max parallelism (128) the job restores, at 256 it fails
-    as Flink fails it; the report lists every field's fate. A stateless one restores nothing."""
+    to the export: v1 itself, at 256 where the savepoint's operators have 128, fails as Flink fails
+    it (at 128, the GitOps test below, only v2's added uid fails); the report lists every field's fate.
+    A stateless one restores nothing."""
     maps = ["--map", f"local:///opt/flink/usrlib={gate_job}", "--map", f"file:///flink-data={gate_job}"]
-    codes, reports = {}, {}
-    for max_p in (128, 256):
-        resource = tmp_path / f"gate-{max_p}.yaml"
-        resource.write_text(DEPLOYMENT.format(max_parallelism=max_p))
-        report = tmp_path / f"report-{max_p}"
-        codes[max_p] = main(["check-restore", "--quiet", "--resource", str(resource), "--resource-name", "gate-job",
-                             *maps, "--report", str(report)])  # fmt: skip
-        reports[max_p] = json.loads(report.with_suffix(".json").read_text())
+    resource = tmp_path / "gate.yaml"
+    resource.write_text(DEPLOYMENT.format(max_parallelism=256))
+    code = main(["check-restore", "--quiet", "--resource", str(resource), "--resource-name", "gate-job", *maps,
+                 "--report", str(tmp_path / "report")])  # fmt: skip
     printed = capsys.readouterr().out.splitlines()
-    assert codes == {128: 0, 256: 1}, printed
-    assert reports[256]["check"]["failure"] == "MAX_PARALLELISM_MISMATCH"
-    fields = reports[128]["resource"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 1 and report["check"]["failure"] == "MAX_PARALLELISM_MISMATCH", printed
+    fields = report["resource"]
     assert fields["resource"] == "FlinkDeployment streaming/gate-job"
     assert {"spec.job.jarURI", "spec.job.entryClass", "spec.job.parallelism", "spec.flinkVersion",
             "flinkConfiguration.pipeline.max-parallelism", "flinkConfiguration.state.savepoints.dir"} <= set(
         fields["used"])  # fmt: skip
     assert {"spec.image", "spec.podTemplate"} & set(fields["no_effect"]) == {"spec.image"}
-    assert not any(n.startswith("exported at parallelism") for n in reports[128]["notes"])  # the resource said 2
-    code = main(["check-restore", "--resource", str(tmp_path / "gate-128.yaml"), "--resource-name", "stateless-job",
-                 *maps])  # fmt: skip
+    assert not any(n.startswith("exported at parallelism") for n in report["notes"])  # the resource said 2
+    code = main(["check-restore", "--resource", str(resource), "--resource-name", "stateless-job", *maps])
     out = capsys.readouterr().out.splitlines()
     assert code == 0 and out[0] == (
         "check-restore: NOTHING TO RESTORE: FlinkDeployment stateless-job: upgradeMode stateless: the operator "
         "upgrades the job without its state"
     ), out
+
+
+def test_the_gitops_pull_request_check_runs_as_written(gate_job, tmp_path):
+    """docs/ci/gitops-pull-request.yml's check step as written, in a repository holding the job's
+    FlinkDeployment (v2: a uid added) and its variables set to the built jars and the pods'
+    savepoint volume on this runner: the deploy would not restore, exit 1, the reports say so."""
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    (repo / "deploy" / "flink").mkdir(parents=True)
+    deployment = DEPLOYMENT.format(max_parallelism=128).split("---")[0].replace("gate-v1.jar", "gate-v2.jar")
+    (repo / "deploy" / "flink" / "orders.yaml").write_text(deployment)
+    cli = str(Path(sys.executable).parent / "flink-jobgraph")
+    command = _ci_command("gitops-pull-request.yml").replace("../flink-jobgraph/.venv/bin/flink-jobgraph", cli)
+    env = dict(os.environ, RESOURCE="deploy/flink/orders.yaml", JARS=str(gate_job), FLINK_DATA=str(gate_job),
+               SPARK_LOCAL_IP="127.0.0.1")  # fmt: skip
+    proc = subprocess.run(["bash", "-c", command], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert proc.stderr == ""
+    report = json.loads((repo / "restore-report.json").read_text())
+    assert (report["check"]["failure"], report["resource"]["resource"]) == (
+        "UNMAPPED_STATE", "FlinkDeployment streaming/gate-job",
+    )  # fmt: skip
+    assert "  note: resource: FlinkDeployment streaming/gate-job (deploy/flink/orders.yaml#1)" in proc.stdout
