@@ -304,6 +304,7 @@ def _state_half(
         target_major=sr.line_major(target),
         restore_backend=sr.backend_family(graph.get("state_backend")),
         modules=_modules(graph),
+        target_line=target,
     )
     decision = sr.decide_states(
         states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]
