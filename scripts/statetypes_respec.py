@@ -26,8 +26,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "harness" / "restore"
-# What the exporter writes now that the recorded specs lack (docs/spec-extensions.md).
+# What the exporter writes now that the recorded specs lack, or writes differently (docs/spec-extensions.md):
+# graph fields, and node fields (declared_states: what each operator declares, exporter changes since)
 NEW_FIELDS = ("state_backend", "serializer_modules", "user_classes", "user_classes_skipped")
+NEW_NODE_FIELDS = ("declared_states",)
 
 
 def lines_of(set_name: str) -> tuple[str, str]:
@@ -59,11 +61,18 @@ def respec_side(cases_file: Path, side: str, line: str, tmp: Path) -> dict[str, 
     return specs
 
 
+def _bare(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec without the exporter's new fields (graph and node level)."""
+    out = {k: v for k, v in spec.items() if k not in NEW_FIELDS}
+    if isinstance(out.get("nodes"), list):
+        out["nodes"] = [{k: v for k, v in n.items() if k not in NEW_NODE_FIELDS} for n in out["nodes"]]
+    return out
+
+
 def splice(rec: dict[str, Any], side: str, spec: dict[str, Any]) -> list[str]:
     """Put the new spec in; returns the differences (other than the new fields) from the recorded one."""
     old = rec[side]
-    bare = {k: v for k, v in spec.items() if k not in NEW_FIELDS}
-    old_bare = {k: v for k, v in old.items() if k not in NEW_FIELDS}
+    bare, old_bare = _bare(spec), _bare(old)
     problems = [f"{side}.{k}" for k in sorted(set(bare) | set(old_bare)) if bare.get(k) != old_bare.get(k)]
     if not problems:
         rec[side] = spec
