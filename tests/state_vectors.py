@@ -211,6 +211,23 @@ _KINDS = (
     ("ClassNotFoundException", sr.SNAPSHOT_CLASS_GONE),
     ("Missing value for the key", sr.SNAPSHOT_CLASS_GONE),
 )
+# a backend that failed while restoring (reading every saved value back): its root exception, whatever
+# the misread bytes made of it (EOFException, NullPointerException, StringIndexOutOfBounds...), is a
+# value that did not read back
+_BACKEND_RESTORE = (
+    "Failed when trying to restore heap backend",
+    "Failed when trying to restore operator state backend",
+)
+_CLASS_NAME = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
+
+
+def _misread_class_name(case: dict[str, Any]) -> bool:
+    """A ClassNotFoundException whose class name is no Java name: bytes read as a class name."""
+    return case.get("error_class") == "java.lang.ClassNotFoundException" and not _CLASS_NAME.fullmatch(
+        (case.get("error_message") or "").strip()
+    )
+
+
 # what a 1.x Kryo-held java.util collection looks like when 2.x restores it (docs/state-rules.md)
 _KRYO_COLLECTION_TYPES = ("LIST_HINT", "MAP_HINT", "POJO_COLL")
 
@@ -228,6 +245,10 @@ def recorded_kind(case: dict[str, Any]) -> str | None:
     if case.get("failure_stage") == "job_init":
         return next((k for text, k in _TOPOLOGY_KINDS if text in msg), "OTHER")
     kind = next((k for text, k in _KINDS if text in msg), "OTHER")
+    if kind == sr.SNAPSHOT_CLASS_GONE and _misread_class_name(case):
+        kind = sr.STATE_READ_FAILED  # Kryo read a class name from misaligned bytes: a value did not read back
+    if kind == "OTHER" and any(text in line for line in case["error_chain"] for text in _BACKEND_RESTORE):
+        kind = sr.STATE_READ_FAILED  # thrown while a backend read the saved values back (Kryo misreads)
     crosses = sr.line_major(case["flink_version_v1"]) == 1 and (sr.line_major(case["flink_version_v2"]) or 0) >= 2
     kryo_collection = any(s["value_type"] in _KRYO_COLLECTION_TYPES for s in case["states_v1"])
     retyped_field = "Can not set" in msg and "to null value" not in msg
