@@ -11,8 +11,10 @@ from a savepoint that only Spark can read (object storage).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,11 +66,15 @@ def run_one_job(args: argparse.Namespace) -> int:
                 e.proc.wait()
         shutil.rmtree(run.work, ignore_errors=True)  # the exported specs: the tables keep what they hold
     result.fail_on_loss = bool(getattr(args, "fail_on_loss", False))
-    print("\n".join(gate.render(result)))
-    if args.report:
+    lines = gate.render(result)
+    if args.report:  # written first: a CI step's reader of stdout may stop early
         xml, js = gate.write_reports(args.report, result)
-        print(f"reports: {xml}, {js}")
+        lines.append(f"reports: {xml}, {js}")
     write_summary(args.summary_json, {"exit_code": result.exit_code, "check": result.check, "seconds": result.seconds})
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:  # `| head`: the exit code still says the verdict
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return result.exit_code
 
 
