@@ -385,3 +385,33 @@ def test_the_gitops_pull_request_check_runs_as_written(gate_job, tmp_path):
         "UNMAPPED_STATE", "FlinkDeployment streaming/gate-job",
     )  # fmt: skip
     assert "  note: resource: FlinkDeployment streaming/gate-job (deploy/flink/orders.yaml#1)" in proc.stdout
+
+
+def test_the_printed_lines_say_each_thing_once_and_what_flink_does():
+    """gate.render on rows as the check writes them: an advice repeated over two rows is one line;
+    a saved operator dropped under --allowNonRestoredState (SKIPPED) and a stateless one Flink skips
+    whatever the flag (DROPPED_EMPTY) are said apart; a problem without a fix says why; a fix the
+    patched job does not prove says what that job still gives."""
+    from pipeline.restore import gate
+
+    advice = {"operator_id": "a" * 32, "state_name": "counts", "fix_code": "Rewrite the state ...", "verified": None}
+    result = gate.GateResult(
+        check={"verdict": "FAILS", "failure": "UNMAPPED_STATE", "failure_stage": "job_init", "graph_id": "g",
+               "operator_id": "b" * 32, "message": "Failed ...", "savepoint_graph_id": None},
+        fixes=[advice, dict(advice),
+               {"operator_id": "b" * 32, "fix_code": None, "reasons": ["UNKNOWN_ORIGIN"]},
+               {"operator_id": "c" * 32, "counterpart_name": "Map", "fix_code": '.setUidHash("c")', "verified": False,
+                "verified_verdict": "FAILS", "verified_failure": "MAX_PARALLELISM_MISMATCH"}],
+        matches=[{"operator_index": 0, "operator_id": "d" * 32, "status": "DROPPED_EMPTY"},
+                 {"operator_index": 1, "operator_id": "e" * 32, "status": "SKIPPED"},
+                 {"operator_index": 2, "operator_id": "b" * 32, "status": "LOST"}],
+        savepoint="file:/sp",
+    )  # fmt: skip
+    assert gate.render(result)[3:] == [
+        "  fix for state 'counts': Rewrite the state ...",
+        f"  no fix for operator {'b' * 32}: the savepoint does not say which operator it was: give the version that "
+        "took it (--previous-jar or --previous-graphs) to name it and the line that fixes it",
+        '  fix on "Map": .setUidHash("c") [not proven: the patched job still gives FAILS MAX_PARALLELISM_MISMATCH]',
+        f"  state dropped (allowNonRestoredState): {'e' * 32}",
+        f"  stateless in the savepoint, not in the new version (nothing to restore): {'d' * 32}",
+    ]
