@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -72,7 +73,11 @@ def read_manifest(
     resolver = _Resources(spark, maps or [], say or (lambda _: None))
     if k8s.is_resource_path(checks_path):
         return _reject_repeated_ids(resolver.checks(checks_path, target_flink))
-    files = spark.read.text(checks_path, wholetext=True).select("value", F.input_file_name().alias("file")).collect()
+    try:
+        text = spark.read.text(checks_path, wholetext=True)
+        files = text.select("value", F.input_file_name().alias("file")).collect()
+    except AnalysisException as e:  # a path that is not there: one line, exit code 2
+        raise ValueError(f"manifest {checks_path}: {str(e).splitlines()[0]}") from e
     lines: list[CheckLine] = []
     for row in sorted(files, key=lambda r: r["file"]):
         file = row["file"]
