@@ -329,7 +329,7 @@ class DeclaredRegistration:
                                  "task_running while processing records"}  # fmt: skip
         certain = change.tail_only and s.kind != "LIST"
         if not certain:
-            open_.update(dict.fromkeys(("verdict", "message"), kryo.KRYO_VALUES_MISREAD))
+            open_.update(dict.fromkeys(("verdict", "message"), kryo.KRYO_VALUES_MISREAD.format(change=change.text)))
         major = r.ctx.target_major or 1
         r.fails(
             Phase.REGISTER, s.idx, Failure.STATE_READ_FAILED, ErrorClass.EOF, kryo.EOF_MESSAGE[min(major, 2)],

@@ -247,8 +247,8 @@ KRYO_STREAM_MISREAD = (
     "values) depends on the saved bytes"
 )
 KRYO_VALUES_MISREAD = (
-    "the new class reads other bytes than the saved value holds: whether it fails or reads wrong values depends on "
-    "the saved bytes"
+    "the class Kryo keeps changed ({change}): the new class reads other bytes than a saved value holds (a list's "
+    "elements one after the other), and whether that fails or reads wrong values depends on the saved bytes"
 )
 
 
