@@ -7,6 +7,8 @@ import org.apache.flink.shaded.asm9.org.objectweb.asm.Type;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.AbstractInsnNode;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.ClassNode;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.FieldInsnNode;
+import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.InsnList;
+import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.InsnNode;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.IntInsnNode;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.InvokeDynamicInsnNode;
 import org.apache.flink.shaded.asm9.org.objectweb.asm.tree.JumpInsnNode;
@@ -1164,7 +1166,21 @@ final class StateCode {
     // ------------------------------------------------------------------ the interpreter
 
     /** Flink's pure factories and builders that may run on known arguments (never a job class's code). */
+    /** Avro's schema parser: {@code new Schema.Parser().parse(json)} builds a schema from its text, nothing else. */
+    static final String AVRO_PARSER = "org.apache.avro.Schema$Parser";
+
+    /**
+     * A Flink module's class the job bundles (flink-avro's type informations: the harness's own class
+     * path has no flink-avro, so they load from the job's jars), not the job's own code.
+     */
+    static boolean bundledFlink(Class<?> c) {
+        return c.getName().startsWith("org.apache.flink.formats.avro.typeutils.");
+    }
+
     boolean pureFlink(Class<?> owner, String name, boolean isStatic, Object receiver) {
+        if (owner != null && owner.getName().equals(AVRO_PARSER)) {
+            return !isStatic && name.equals("parse") && receiver != null;
+        }
         if (owner == null || isJob(owner) || (receiver != null && isJob(receiver.getClass()))) {
             return false;
         }
@@ -1219,7 +1235,11 @@ final class StateCode {
 
     /** Constructors that may run: Flink's state descriptors, type informations and serializers. */
     boolean pureConstructor(Class<?> c) {
-        if (c == null || isJob(c) || !c.getName().startsWith("org.apache.flink.") || Modifier.isAbstract(c.getModifiers())) {
+        if (c != null && c.getName().equals(AVRO_PARSER)) {
+            return true;
+        }
+        if (c == null || (isJob(c) && !bundledFlink(c)) || !c.getName().startsWith("org.apache.flink.")
+                || Modifier.isAbstract(c.getModifiers())) {
             return false;
         }
         return isA(c, "org.apache.flink.api.common.state.StateDescriptor")
@@ -1414,6 +1434,10 @@ final class StateCode {
                 return V.unknown(size, what + " (not Flink's) is not read");
             }
             if (job && !initialised(c)) {
+                V memo = memoised(c, fi);
+                if (memo != null) {
+                    return memo;
+                }
                 return V.unknown(size, what + ": main() did not initialise " + cn
                         + ", and reading it would run its static initialiser");
             }
@@ -1427,6 +1451,80 @@ final class StateCode {
             } catch (Throwable e) {
                 return V.unknown(size, what + " could not be read: " + e);
             }
+        }
+
+        /**
+         * A static field this very method memoises: {@code if (F == null) { F = <expr>; } return F;}
+         * where {@code <expr>} is straight-line code and this is the one write of F in its class (not
+         * in the static initialiser). F is then null or the value of that expression, whenever the
+         * method runs and whoever ran it first, so the method returns that value: it is evaluated
+         * (from constants, with the calls the analysis may make) instead of reading F, whose class
+         * main() did not initialise. Null when the method is not of that shape.
+         */
+        private V memoised(Class<?> c, FieldInsnNode fi) {
+            if (!method.name.equals("<clinit>") && owner == c && Type.getReturnType(method.desc).getSort() >= Type.ARRAY) {
+                InsnList block = lazyInit(c, fi);
+                if (block != null) {
+                    MethodNode expr = new MethodNode(Opcodes.ACC_STATIC | Opcodes.ACC_PRIVATE,
+                            "memoised " + fi.name, "()" + fi.desc, null, null);
+                    expr.instructions = block;
+                    expr.instructions.add(new InsnNode(Opcodes.ARETURN));
+                    expr.maxStack = method.maxStack;
+                    expr.maxLocals = method.maxLocals;
+                    Result r = analyse(c, expr, null, new V[0], flinkMode, depth + 1);
+                    if (r != null && r.ret != null && r.ret.tag != V.UNKNOWN) {
+                        return r.ret;
+                    }
+                }
+            }
+            return null;
+        }
+
+        /** The instructions that compute the value the one write of {@code fi} stores, in this method. */
+        private InsnList lazyInit(Class<?> c, FieldInsnNode fi) {
+            FieldInsnNode write = null;
+            for (MethodNode m : node(c).methods) {
+                for (AbstractInsnNode in : m.instructions.toArray()) {
+                    if (in.getOpcode() == Opcodes.PUTSTATIC && ((FieldInsnNode) in).owner.equals(fi.owner)
+                            && ((FieldInsnNode) in).name.equals(fi.name)) {
+                        if (write != null || m != method) {
+                            return null; // written more than once, or elsewhere
+                        }
+                        write = (FieldInsnNode) in;
+                    }
+                }
+            }
+            if (write == null) {
+                return null;
+            }
+            AbstractInsnNode start = write;
+            while (start != null && !(start instanceof JumpInsnNode)) {
+                start = start.getPrevious();
+            }
+            AbstractInsnNode read = start == null ? null : start.getPrevious();
+            if (start == null || start.getOpcode() != Opcodes.IFNONNULL || read == null
+                    || read.getOpcode() != Opcodes.GETSTATIC || !((FieldInsnNode) read).name.equals(fi.name)) {
+                return null;
+            }
+            Map<LabelNode, LabelNode> labels = new HashMap<>();
+            for (AbstractInsnNode in : method.instructions.toArray()) {
+                if (in instanceof LabelNode) {
+                    labels.put((LabelNode) in, new LabelNode());
+                }
+            }
+            InsnList out = new InsnList();
+            for (AbstractInsnNode in = start.getNext(); in != write; in = in.getNext()) {
+                int op = in.getOpcode();
+                if (in instanceof JumpInsnNode || in instanceof TableSwitchInsnNode || in instanceof LookupSwitchInsnNode
+                        || op == Opcodes.ATHROW || (op >= Opcodes.IRETURN && op <= Opcodes.RETURN)
+                        || op == Opcodes.PUTSTATIC || op == Opcodes.PUTFIELD) {
+                    return null; // not straight-line code computing one value
+                }
+                if (op >= 0) {
+                    out.add(in.clone(labels));
+                }
+            }
+            return out;
         }
 
         @Override

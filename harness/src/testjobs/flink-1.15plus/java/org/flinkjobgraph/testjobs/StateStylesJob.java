@@ -206,11 +206,13 @@ public final class StateStylesJob {
         private transient ListState<Long> seen;
         private transient ValueState<Opaque> opaque;
         private transient MapState<String, List<Long>> bySerializer;
+        private transient ValueState<Ride> memoised;
 
         @Override
         public void flatMap(Long v, Collector<Long> out) throws Exception {
             if (last == null) {
                 last = getRuntimeContext().getState(lastDesc);
+                memoised = getRuntimeContext().getState(new ValueStateDescriptor<>("memoised", RideInfo.info()));
                 bySerializer = getRuntimeContext().getMapState(new MapStateDescriptor<>(
                         "by-serializer", StringSerializer.INSTANCE, new ListSerializer<>(LongSerializer.INSTANCE)));
                 seen = getRuntimeContext().getListState(seenDescriptor("ids"));
@@ -231,6 +233,7 @@ public final class StateStylesJob {
                 viaLambda.accept(v);
             }
             last.update(new Ride(v, v * 2));
+            memoised.update(new Ride(v, v));
             seen.add(v);
             opaque.update(new Opaque(v));
             bySerializer.put("k", Collections.singletonList(v));
@@ -245,6 +248,23 @@ public final class StateStylesJob {
             @SuppressWarnings("unchecked")
             T t = (T) value;
             s.update(t);
+        }
+    }
+
+    /**
+     * A type information a class memoises in a static field on first use (as jobs keep a parsed Avro
+     * schema): main() never touches the class, so the export does not initialise it.
+     */
+    public static final class RideInfo {
+        private static TypeInformation<Ride> info;
+
+        private RideInfo() {}
+
+        static synchronized TypeInformation<Ride> info() {
+            if (info == null) {
+                info = TypeInformation.of(Ride.class);
+            }
+            return info;
         }
     }
 
