@@ -305,3 +305,26 @@ def test_without_declarations_the_check_is_what_it_was():
     ops = {A: keyed_op(A, simple("Long"), {"n": ("VALUE", simple("Long"))})}
     d = sr.decide_states(ops, {A: sr.NewOperator(A)}, ctx("2.3"))
     assert d.verdict == sr.RESTORES and d.depends_on_user_code == [f"{A}/n"] and d.warnings == []
+
+
+def test_a_class_that_left_pojo_is_rebuilt_at_restore_as_its_facts_say():
+    """The heap backend reads saved POJOs back with the saved PojoSerializer, which creates each
+    instance with Class.newInstance(): a class the new jar makes generic without a no-argument
+    constructor fails there (NoSuchMethodException, as 1.20.5 and 2.3.0 threw); with a public one it
+    reads, and the declared Kryo serializer fails at registration; an older spec's facts say
+    neither, and the row leaves the message open."""
+    p = pojo("x.P", a=simple("Long"))
+    saved = {"p": ("VALUE", p)}
+    entry = declared("p", "VALUE", kryo("x.P"))
+    gone = {"x.P": sr.ClassFacts.from_dict("x.P", {"kind": "generic", "fields": [{"name": "a", "type": "long"}],
+                                                  "no_arg_constructor": "none"})}  # fmt: skip
+    d = decide(saved, entry, backend="hashmap", new_classes=gone)
+    assert (d.failure, d.error_class, d.message, d.failure_stage) == (
+        sr.STATE_READ_FAILED, "java.lang.NoSuchMethodException", "x.P.<init>()", sr.TASK_RESTORE)  # fmt: skip
+    assert d.uncertain == {}
+    kept = {"x.P": sr.ClassFacts.from_dict("x.P", {"kind": "generic", "no_arg_constructor": "public"})}
+    d = decide(saved, entry, backend="hashmap", new_classes=kept)
+    assert (d.failure, d.state_name) == (sr.STATE_SERIALIZER_INCOMPATIBLE, "p") and d.uncertain == {}
+    older = {"x.P": sr.ClassFacts.from_dict("x.P", {"kind": "generic"})}
+    d = decide(saved, entry, backend="hashmap", new_classes=older)
+    assert d.failure == sr.STATE_READ_FAILED and "message" in d.uncertain

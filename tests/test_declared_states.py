@@ -285,7 +285,8 @@ def test_user_classes_describe_the_declared_states_classes(run, line):
     assert classes[pkg + "Ride"] == {"kind": "pojo", "fields": [*ride_fields, {"name": "rideId", "type": "long"}]}
     assert classes[pkg + "Fare"]["kind"] == "pojo"
     assert classes[pkg + "Opaque"] == {"kind": "generic", "fields": [
-        {"name": "id", "type": "long"}, {"name": "label", "type": "java.lang.String"}]}
+        {"name": "id", "type": "long"}, {"name": "label", "type": "java.lang.String"}],
+        "no_arg_constructor": "none"}
     assert not any(c.startswith("org.apache.flink.api.") for c in classes)  # Flink's own: never
 
 

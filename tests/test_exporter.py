@@ -447,6 +447,7 @@ def test_state_backend_and_user_classes(built, line):
     assert classes[f"{prefix}$Opaque"] == {
         "kind": "generic",
         "fields": [{"name": "x", "type": "long"}, {"name": "y", "type": "java.lang.String"}],
+        "no_arg_constructor": "none",
     }
     assert classes[f"{prefix}$Color"] == {"kind": "enum", "enum_constants": ["RED", "GREEN", "BLUE"]}
     assert not {f"{prefix}$Marker", f"{prefix}$Inner", f"{prefix}$1"} & set(classes)

@@ -63,13 +63,17 @@ class ClassFacts:
     kind: str
     fields: tuple[tuple[str, str], ...] = ()
     enum_constants: tuple[str, ...] | None = None
+    no_arg_constructor: str | None = None  # a generic class: public / other / none (None: not said)
 
     @staticmethod
     def from_dict(name: str, raw: Mapping[str, Any]) -> ClassFacts:
-        """``{"kind": "pojo", "fields": [{"name": "a", "type": "long"}], "enum_constants": [...]}``."""
+        """``{"kind": "pojo", "fields": [{"name": "a", "type": "long"}], "enum_constants": [...],
+        "no_arg_constructor": "public"}``."""
         fields = tuple((str(f["name"]), str(f["type"])) for f in raw.get("fields") or ())
         consts = raw.get("enum_constants")
-        return ClassFacts(name, str(raw.get("kind", "pojo")), fields, tuple(consts) if consts is not None else None)
+        ctor = raw.get("no_arg_constructor")
+        return ClassFacts(name, str(raw.get("kind", "pojo")), fields, tuple(consts) if consts is not None else None,
+                          str(ctor) if ctor is not None else None)  # fmt: skip
 
     def user_class(self) -> UserClass:
         """The same facts for ``udfs.savepoint``'s reading "with the new job's classes"."""

@@ -21,6 +21,7 @@ from udfs.restore.families import kryo, pojo
 from udfs.restore.state_kinds import Basis, Cause, ErrorClass, Failure, Phase, Stage, Verdict
 from udfs.restore.state_problems import ASSUME_OPEN
 from udfs.savepoint.serializer_snapshots import SnapshotNode
+from udfs.savepoint.state_rows import node_paths
 
 if TYPE_CHECKING:
     from udfs.restore.state_decision import OperatorRestore
@@ -139,15 +140,26 @@ def field_set(r: OperatorRestore, v: ValueRead) -> bool:
 
 
 def no_longer_a_pojo(r: OperatorRestore, v: ValueRead) -> bool:
-    """Saved POJOs of a class the new jar gives to Kryo, rebuilt by a known heap backend."""
+    """Saved POJOs of a class the new jar gives to Kryo, rebuilt by a known heap backend with the
+    saved PojoSerializer (``Class.newInstance()``): the class facts say whether it can
+    (``no_arg_constructor``: none -> ``NoSuchMethodException: <class>.<init>()`` here; public -> it
+    reads, and registration fails); without them, which of the two is not known."""
     pred = fam.predict_new(v.ser, r.ctx, r.classes, v.root)
     to_kryo = next((p for p, c in pred.causes if c == Cause.POJO_TO_KRYO), None)
     if to_kryo is None or r.backend is None:
         return False
+    node = dict(node_paths(v.ser, v.root)).get(to_kryo)
+    facts = r.classes.get(node.type_class or "") if node is not None else None
+    ctor = facts.no_arg_constructor if facts is not None else None
+    if ctor == "public":
+        return False
+    kw: dict[str, Any] = {"uncertain": {"message": pojo.NO_LONGER_A_POJO, "failure_stage": ASSUME_OPEN}}
+    if ctor == "none" and facts is not None:
+        kw = {"error_class": pojo.NO_SUCH_METHOD, "message": pojo.NO_CONSTRUCTOR_MESSAGE.format(cls=facts.name),
+              "failure_stage": Stage.TASK_RESTORE}  # fmt: skip
     r.add(
         v.policy.phase, v.idx, verdict=Verdict.FAILS, failure=Failure.STATE_READ_FAILED,
-        cause=Cause.POJO_TO_KRYO, field_path=to_kryo, basis=[Basis.SAVEPOINT, Basis.CLASS_FACTS],
-        uncertain={"message": pojo.NO_LONGER_A_POJO, "failure_stage": ASSUME_OPEN}, **v.where,
+        cause=Cause.POJO_TO_KRYO, field_path=to_kryo, basis=[Basis.SAVEPOINT, Basis.CLASS_FACTS], **kw, **v.where,
     )  # fmt: skip
     return True
 

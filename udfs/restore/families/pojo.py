@@ -26,6 +26,10 @@ from udfs.savepoint.type_names import POJO
 # Field.set's IllegalArgumentException texts (JDK 17+: UnsafeFieldAccessorImpl)
 FIELD_SET_MESSAGE = "Can not set {field_type} field {cls}.{field} to {value_class}"
 FIELD_NULL_MESSAGE = "Can not set {field_type} field {cls}.{field} to null value"
+# PojoSerializer.createInstance -> Class.newInstance() of a class without a no-argument constructor
+# ("Cannot instantiate class.", its root cause)
+NO_SUCH_METHOD = "java.lang.NoSuchMethodException"
+NO_CONSTRUCTOR_MESSAGE = "{cls}.<init>()"
 # uncertainty texts of the read-back failures
 MAYBE_NULLS = "the saved field may hold only nulls (then the registration check fails instead)"
 NO_LONGER_A_POJO = (

@@ -412,10 +412,27 @@ public final class UserClassFacts {
         } else if (ti instanceof GenericTypeInfo) {
             m.put("kind", "generic");
             m.put("fields", fields(TypeExtractor.getAllDeclaredFields(c, true)));
+            m.put("no_arg_constructor", noArgConstructor(c));
         } else {
             return null;
         }
         return m;
+    }
+
+    /**
+     * Whether Flink's PojoSerializer could create an instance ({@code Class.newInstance()}, from
+     * another package): {@code public} (a public class with a public no-argument constructor),
+     * {@code other} (a no-argument constructor it may not call), {@code none}. A class that was a
+     * POJO when a savepoint was written and is no longer one is rebuilt with it when the values are
+     * read back.
+     */
+    static String noArgConstructor(Class<?> c) {
+        for (java.lang.reflect.Constructor<?> k : c.getDeclaredConstructors()) {
+            if (k.getParameterCount() == 0) {
+                return Modifier.isPublic(k.getModifiers()) && Modifier.isPublic(c.getModifiers()) ? "public" : "other";
+            }
+        }
+        return "none";
     }
 
     private static Map<String, Object> avro(Class<?> c) {
