@@ -144,7 +144,7 @@ def reported_decision(items: list[StateProblem]) -> StateDecision:
         _report(decision, first)
         order = first.order
         if len({p.order.task for p in fails}) > 1:
-            decision.uncertain["reported"] = "failures in several tasks: Flink reports whichever task fails first"
+            decision.uncertain[_race_key(fails)] = "failures in several tasks: Flink reports whichever task fails first"
         registered = [p for p in fails if p.order.operator == order.operator and p.order.phase == Phase.REGISTER]
         if order.phase == Phase.REGISTER and len(registered) > 1:
             decision.uncertain["reported"] = (
@@ -161,6 +161,17 @@ def reported_decision(items: list[StateProblem]) -> StateDecision:
         decision.verdict = Verdict.NOT_DECIDABLE
         decision.uncertain = {"verdict": "; ".join(sorted({p.undecidable_reason or p.failure for p in undecided}))}
     return decision
+
+
+def _race_key(fails: list[StateProblem]) -> str:
+    """What a race between tasks leaves open: only the operator when each task's first failure
+    is the same failure with the same message at the same stage (the same class of a lost
+    serializer in every task, say), else the whole reported failure."""
+    firsts: dict[tuple[int, str], StateProblem] = {}
+    for p in fails:
+        firsts.setdefault(p.order.task, p)
+    same = {(p.failure, p.error_class, p.message, p.failure_stage) for p in firsts.values()}
+    return "operator_id" if len(same) == 1 and not any(p.uncertain for p in firsts.values()) else "reported"
 
 
 def _report(decision: StateDecision, first: StateProblem) -> None:
