@@ -423,6 +423,11 @@ def test_restore_failures_come_before_registration_and_tail_before_head():
     new[C] = sr.NewOperator(C, "w", chain_index=1, vertex_order=1, key_serializer=simple("Int"))
     d = sr.decide_states(ops, new, CTX23)
     assert d.operator_id == A and "reported" in d.uncertain  # different tasks race
+    # both tasks fail the same way (same key serializer change): only which operator is named is open
+    new[C] = sr.NewOperator(C, "w", chain_index=1, vertex_order=1, key_serializer=simple("String"))
+    new[A] = sr.NewOperator(A, "v", chain_index=0, key_serializer=simple("String"))
+    d = sr.decide_states(ops, new, CTX23)
+    assert d.failure == sr.KEY_SERIALIZER_INCOMPATIBLE and set(d.uncertain) == {"operator_id"}
 
 
 def test_upgrade_rules_by_backend_and_format():
