@@ -39,7 +39,8 @@ NO_LONGER_A_POJO = (
 
 
 def compatibility(new: SnapshotNode, old: SnapshotNode, path: str, resolve: Resolve) -> Compat:
-    """PojoSerializerSnapshot: a kept field's serializer decides; fields added or removed migrate."""
+    """PojoSerializerSnapshot: a kept field's serializer decides; fields added or removed make it compatible
+    after migration (a removed field's saved values are dropped: a silent loss, state_warnings)."""
     changed = base.type_class_changed(new, old, path)
     if changed is not None:
         return changed
@@ -160,11 +161,14 @@ def field_set_failure(
 KEEP_FIELD_TYPE = base.Advice(
     "KEEP_FIELD_TYPE",
     "Keep field '{field}' of the POJO in state '{state}' with its saved type{saved}; add a new field for the new "
-    "type instead (POJO fields added, removed or renamed migrate).",
+    "type instead. Fields added, removed or renamed restore, but the saved values of a removed or renamed field "
+    "are dropped (a renamed field starts at its default): copy them over with the State Processor API if they "
+    "matter.",
     "real_restores",
     False,
-    "PojoSerializerSnapshot: a kept field's serializer must stay compatible; PojoV-add / -remove / -rename restored, "
-    "PojoV-retype failed",
+    "PojoSerializerSnapshot: a kept field's serializer must stay compatible; PojoV-add / -remove / -rename restored "
+    "(the probe found a removed or renamed field's values gone, e.g. TaxiRide.driverIdent 0 in every restored "
+    "value), PojoV-retype failed",
 )
 KEEP_POJO = base.Advice(
     "KEEP_POJO",
