@@ -22,13 +22,14 @@ way, is docs/faults.md. In short:
   (commitInfo.userMetadata), and after its four commits a run appends one row to the
   ``runs`` table (the publish). :func:`published_versions` gives, per table, the latest
   version at which every table holds exactly the same set of finished runs: reading the
-  tables at those versions never shows a run half-written across tables.
+  tables at those versions never shows a run half-written across tables. It lives in
+  :mod:`pipeline.tables.published`, with the record of that view each publish leaves in the
+  ``runs`` table's log, from which the next run reads it without reading a table.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 import re
@@ -55,11 +56,20 @@ from pyspark.sql.utils import AnalysisException
 
 from pipeline.session import is_local_path, local_frame, local_path
 from pipeline.settings import TableSettings
+from pipeline.tables import delta_log
+from pipeline.tables.published import (  # noqa: F401 - also this module's names, as callers know them
+    RUN_TAG_PREFIX,
+    RUNS_TABLE,
+    PublishingRun,
+    published_versions,
+    read_published,
+    table_commits,
+    table_path,
+    view_record,
+)
 
-RUNS_TABLE = "runs"
 _KEY_WORDS = {"graph_id": "graphs", "check_id": "checks", "savepoint": "savepoints"}
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-RUN_TAG_PREFIX = "flink-jobgraph-run:"
 MAX_ATTEMPTS = 12  # per table; two or three concurrent runs need a few, see scripts/fault_trials.py
 REPLACE_WHERE_MAX_KEYS = TableSettings.replace_where_max_keys
 _OP = "__flink_jobgraph_op"  # MERGE source column: 'I' a row to insert, 'D' a graph's delete marker
@@ -85,10 +95,6 @@ RUNS_SCHEMA = (
     "versions map<string,long>, rewritten_graphs map<string,long>, attempts map<string,long>, "
     "counts map<string,long>"
 )
-
-
-def table_path(output: str, table: str) -> str:
-    return f"{output.rstrip('/')}/{table}"
 
 
 @dataclass
@@ -356,9 +362,10 @@ def _add_new_columns(spark: SparkSession, path: str, rows: DataFrame) -> tuple[s
     """A table an earlier release wrote lacks the columns added since: they are added (nullable,
     a metadata-only commit), and the MERGE then rewrites every key whose rows now differ, so the
     new columns are filled. Columns are only ever added, never dropped or retyped (SPEC)."""
-    if not DeltaTable.isDeltaTable(spark, path):
+    state = delta_log.table_state(spark, path)
+    if state is None:
         return ()
-    have = {f.name for f in spark.read.format("delta").load(path).schema.fields}
+    have = set(state.columns)  # from the log: loading the table would reconstruct its state first
     new = [f for f in rows.schema.fields if f.name not in have]
     if new:
         added = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
@@ -403,15 +410,15 @@ def _changed_graphs(rows: DataFrame, current: DataFrame, run_ids: DataFrame, key
 
 
 def _latest_version(spark: SparkSession, path: str) -> int:
-    """An existing table's newest version, from its log's listing (:func:`latest_commit`):
+    """An existing table's newest version, from its Delta log (:func:`delta_log.table_state`):
     ``history(1)`` would run a Spark job."""
-    newest = latest_commit(spark, path)
-    assert newest is not None, path  # the caller found the table
-    return newest[0]
+    state = delta_log.table_state(spark, path)
+    assert state is not None, path  # the caller found the table
+    return state.version
 
 
 def _committed(spark: SparkSession, path: str, tag: str | None, keys: int) -> tuple[int, int]:
-    """(the version of this run's commit, the keys it rewrote), from the commit files
+    """(the version of this run's commit, the keys it rewrote), from the table's Delta log
     (:func:`table_commits`), not a Spark job over ``history()``; other runs may have committed
     after it. Delta commits nothing for a replace whose keys had no rows and get none (a
     check without state problems before and after): the table's latest version then holds the
@@ -436,14 +443,18 @@ def _publish(
     counts: Mapping[str, int] | None = None,
 ) -> None:
     """Append the run's row to ``runs``: the run is finished in every table. A blind append,
-    so concurrent runs' publishes do not conflict (only two first creations can)."""
+    so concurrent runs' publishes do not conflict (only two first creations can). Its commit's
+    userMetadata is the run's tag and the published view it leaves (published.view_record),
+    so that the next run reads that view from the log instead of this table's rows."""
+    versions = {t: c.version for t, c in commit.tables.items()}
+    publishing = PublishingRun(commit.run_id, graphs_digest(graph_ids), versions)
     row = [
         (
             commit.run_id,
             None,
             len(graph_ids),
-            graphs_digest(graph_ids),
-            {t: c.version for t, c in commit.tables.items()},
+            publishing.digest,
+            versions,
             {t: c.rewritten_graphs for t, c in commit.tables.items()},
             {t: c.attempts for t, c in commit.tables.items()},
             dict(counts) if counts else None,
@@ -454,7 +465,8 @@ def _publish(
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             # mergeSchema: a runs table an earlier release wrote gains the columns added since
-            df.write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+            writer = df.write.format("delta").mode("append").option("mergeSchema", "true")
+            writer.option("userMetadata", _publish_metadata(spark, output, publishing)).save(path)
             return
         except COMMIT_CONFLICTS:
             if attempt == MAX_ATTEMPTS:
@@ -462,8 +474,17 @@ def _publish(
             time.sleep(0.2 * attempt * (0.5 + random.random()))
 
 
+def _publish_metadata(spark: SparkSession, output: str, run: PublishingRun) -> str:
+    """The publish commit's userMetadata: the run's tag and the view it leaves. Should working
+    out that view fail, the run still publishes with its tag alone: the next run then finds no
+    view in the log and reads the ``runs`` table's rows, as it always could."""
+    try:
+        return view_record(spark, output, run)
+    except Exception:  # noqa: BLE001 - the record only spares the next run a read
+        return RUN_TAG_PREFIX + run.run_id
+
+
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-_COMMITS: dict[tuple[str, int, int], list[tuple[int, str | None]]] = {}
 
 
 def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
@@ -492,155 +513,10 @@ def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
     return max(found) if found else None
 
 
-def table_commits(spark: SparkSession, path: str) -> list[tuple[int, str | None]]:
-    """(version, run id) of every commit of the table, oldest first (none: no table there), read
-    from its history once per newest commit: a table's history up to a commit never changes."""
-    newest = latest_commit(spark, path)
-    if newest is None:
-        return []
-    key = (path, *newest)
-    if key in _COMMITS:
-        return _COMMITS[key]
-    if is_local_path(spark, path):
-        commits = _local_commits(local_path(path))
-    else:
-        hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
-        commits = sorted((int(h["version"]), _run_of(h["userMetadata"])) for h in hist)
-    if commits and commits[-1][0] == newest[0]:
-        _COMMITS[key] = commits
-    return commits
-
-
-def _local_commits(path: str) -> list[tuple[int, str | None]]:
-    """What ``history()`` says of each commit (version, its run), read from the commit files of
-    a local table: history() runs a Spark job per table, which a fresh JVM pays for table by
-    table (docs/performance.md)."""
-    log = os.path.join(path, "_delta_log")
-    commits = []
-    for name in sorted(os.listdir(log)):
-        m = _COMMIT_FILE.match(name)
-        if not m:
-            continue
-        user_metadata = None
-        with open(os.path.join(log, name), encoding="utf-8") as f:
-            for line in f:
-                if line.startswith('{"commitInfo"'):
-                    user_metadata = json.loads(line)["commitInfo"].get("userMetadata")
-                    break
-        commits.append((int(m.group(1)), _run_of(user_metadata)))
-    return commits
-
-
-def _run_of(user_metadata: str | None) -> str | None:
-    if user_metadata and user_metadata.startswith(RUN_TAG_PREFIX):
-        return user_metadata[len(RUN_TAG_PREFIX) :]
-    return None
-
-
-def published_versions(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, int | None]:
-    """Per table, the version to read so that all tables hold the same set of finished runs
-    (None: the table has no version in that set; read it as empty).
-
-    A commit is *finished* when its run published, or when a published run over the same
-    graph set read or committed that table at or after it (the re-run after a kill: it
-    checked every graph of the set in every table, so the dead run's rows there are its own).
-    Starting from the finished runs, a run is dropped while any table would have to include
-    a commit of an unfinished run before one of its own: what is left is a cut in which every
-    run is either complete in all tables or absent from all of them.
-    """
-    published = _published_runs(spark, output)
-    if tables is None:
-        tables = sorted({t for p in published.values() for t in p["versions"]})
-    commits = {t: table_commits(spark, table_path(output, t)) for t in tables}
-
-    by_run: dict[str, dict[str, int]] = {}
-    for t, cs in commits.items():
-        for v, run in cs:
-            if run is not None:
-                by_run.setdefault(run, {})[t] = max(v, by_run.get(run, {}).get(t, -1))
-    # an unpublished run's commits are covered by a published run over the same graphs that
-    # holds, in each of those tables, a version at or after them
-    covers: dict[str, set[str]] = {}
-    for run in by_run:
-        if run in published:
-            continue
-        digest = _digest_of(run)
-        covers[run] = {
-            p
-            for p, info in published.items()
-            if digest is not None
-            and info["digest"] == digest
-            and all(info["versions"].get(t, -1) >= v for t, v in by_run[run].items())
-        }
-    keep = set(published) | {r for r, c in covers.items() if c}
-    while True:
-        cut = {t: _prefix_end(cs, keep) for t, cs in commits.items()}
-        drop = {
-            run
-            for run in keep
-            if any(v > (cut.get(t) if cut.get(t) is not None else -1) for t, v in by_run.get(run, {}).items())
-        }
-        drop |= {run for run in keep if run in covers and not (covers[run] & keep)}
-        if not drop:
-            return cut
-        keep -= drop
-
-
-_RUNS: dict[tuple[str, int, int], dict[str, dict]] = {}
-
-
-def _published_runs(spark: SparkSession, output: str) -> dict[str, dict]:
-    """run id -> its graph set's digest and table versions, from ``runs``, read once per newest
-    commit of it: an incremental run asked twice before its graphs were read (a Spark job on
-    the runs table each time)."""
-    runs_path = table_path(output, RUNS_TABLE)
-    newest = latest_commit(spark, runs_path)
-    if newest is None:
-        return {}
-    key = (runs_path, *newest)
-    if key not in _RUNS:
-        _RUNS[key] = {
-            r["run_id"]: {"digest": r["graphs_digest"], "versions": dict(r["versions"] or {})}
-            for r in spark.read.format("delta").load(runs_path).select("run_id", "graphs_digest", "versions").collect()
-        }
-    return {run: {"digest": p["digest"], "versions": dict(p["versions"])} for run, p in _RUNS[key].items()}
-
-
-def _digest_of(run_id: str) -> str | None:
-    """An unpublished run's graph set is recorded nowhere but in its id (:func:`run_id_for`)."""
-    return run_id.rsplit("~", 1)[1] if "~" in run_id else None
-
-
 def run_id_for(graph_ids: Sequence[str]) -> str:
     """A run id that carries the digest of the run's graph set, so that a run killed before
     publishing is recognised as covered by a later published run over the same graphs."""
     return f"{new_run_id()}~{graphs_digest(graph_ids)}"
-
-
-def _prefix_end(commits: list[tuple[int, str | None]], keep: set[str]) -> int | None:
-    """The last version before the first commit of a run outside ``keep`` (untagged commits,
-    e.g. maintenance, are neither)."""
-    end = None
-    for v, run in commits:
-        if run is not None and run not in keep:
-            break
-        end = v
-    return end
-
-
-def read_published(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, DataFrame]:
-    """The tables at :func:`published_versions`: a consistent view across tables."""
-    out = {}
-    for t, v in published_versions(spark, output, tables).items():
-        if not DeltaTable.isDeltaTable(spark, table_path(output, t)):
-            continue  # no run has created it yet
-        reader = spark.read.format("delta")
-        out[t] = (
-            reader.load(table_path(output, t)).limit(0)
-            if v is None
-            else reader.option("versionAsOf", v).load(table_path(output, t))
-        )
-    return out
 
 
 def is_delta_folder(spark: SparkSession, path: str) -> bool:
