@@ -18,15 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.compute import read as read_spec
+from pipeline.session import local_frame
 from pipeline.settings import Settings
+from pipeline.tables import delta_log
 from pipeline.tables.catalog import COMMAND_TABLES
 from pipeline.tables.columns import JOB_EDGE_COLUMNS, OPERATOR_COLUMNS, VERTEX_COLUMNS
-from pipeline.tables.delta_writer import latest_commit, published_versions, read_published, table_path
+from pipeline.tables.delta_writer import published_versions, table_path
 from udfs.spec.contract import ERROR_COLUMNS
 from udfs.spec.fingerprint import REJECTED_FROM
 
@@ -37,7 +38,12 @@ _COLUMNS = {
     "graph_errors": ERROR_COLUMNS,
 }
 TABLE = "graph_fingerprints"  # the last of catalog.COMMAND_TABLES["compute"]
-SCHEMA = "graph_id string, fingerprint string, rules_version string, line_key string, stream_nodes int"
+# rejected_from: the file a rejected graph was read from (its graph_errors row's), null for an
+# accepted one: what a run needs of graph_errors, kept here so that a nightly run reads one table
+SCHEMA = (
+    "graph_id string, fingerprint string, rules_version string, line_key string, stream_nodes int, "
+    "rejected_from string"
+)
 _ROOT = Path(__file__).resolve().parents[2]
 _CODE = ("udfs/spec", "udfs/flink", "udfs/compute", "udfs/errors.py", "pipeline/compute",
          "pipeline/tables/columns.py", "pipeline/version.py")  # fmt: skip
@@ -63,6 +69,7 @@ class Known:
     # line_key -> (graph_id, fingerprint, stream nodes) of the lines accepted graphs came from
     lines: dict[str, tuple[str, str, int | None]] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # graph_id -> line_key
+    rejected: dict[str, str] = field(default_factory=dict)  # graph_id -> the file a rejected graph came from
 
 
 def known_fingerprints(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> dict[str, str]:
@@ -79,31 +86,39 @@ def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | 
     The fingerprints are the graphs' as published (a fingerprint
     computed under other rules or another profile differs, so it matches no graph of this run),
     less the graphs whose rows commits past the published view changed. A rejected graph's
-    ``graph_errors`` row names the file it came from, so its known fingerprint is
-    ``<fingerprint>`` + :data:`REJECTED_FROM` + ``<file>``: it is skipped only when read from
-    that same file again (:class:`pipeline.compute.stage.Skip`).
+    row names the file it came from (``rejected_from``, its ``graph_errors`` row's), so its
+    known fingerprint is ``<fingerprint>`` + :data:`REJECTED_FROM` + ``<file>``: it is skipped
+    only when read from that same file again (:class:`pipeline.compute.stage.Skip`).
 
     Those commits are a run's that was killed before it published (or one still running): the
     graphs it committed have rows no published fingerprint describes. Computed again, on the
     killed run's input they make this run's graph set the killed run's, so the re-run covers
-    it and the published view moves past it (pipeline/tables/delta_writer.published_versions)."""
-    if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
+    it and the published view moves past it (pipeline/tables/published.py).
+
+    Read once, from the Delta logs and ``graph_fingerprints`` alone: the tables' columns and
+    versions from their snapshots' metadata, the published view from the log
+    (:func:`pipeline.tables.published.published_versions`), then one read of that table at its
+    published version. ``graph_errors`` is read only for a table an earlier release wrote."""
+    if delta_log.table_state(spark, table_path(output, TABLE)) is None:
         return Known()  # an output no run has written yet, or one an earlier release wrote
     if _written_by_an_earlier_release(spark, output, say):
         return Known()
-    touched = touched_keys(spark, output, COMMAND_TABLES["compute"], "graph_id")
-    tables = read_published(spark, output, [TABLE, "graph_errors"])
-    table = tables[TABLE]
-    for column, dtype in (("line_key", "string"), ("stream_nodes", "int")):  # a table an earlier release wrote
-        if column not in table.columns:
-            table = table.withColumn(column, F.lit(None).cast(dtype))
-    # Two plain reads, as Arrow, merged here: a join of the two (and Row objects for 100k
-    # graphs) cost a shuffle and its planning on every run.
-    rows = table.select("graph_id", "fingerprint", "line_key", "stream_nodes").toPandas()
-    rejected_from: dict[str, str] = {}
-    if "graph_errors" in tables:  # a rejected graph matches only from the same file: see the docstring
-        errors = tables["graph_errors"].select("graph_id", "source_file").toPandas()
-        rejected_from = dict(zip(errors["graph_id"], errors["source_file"], strict=True))
+    names = COMMAND_TABLES["compute"]
+    cut = published_versions(spark, output, names)
+    if cut.get(TABLE) is None:
+        return Known()  # no published run wrote fingerprints yet
+    touched = touched_keys(spark, output, names, "graph_id", cut)
+    table = delta_log.read_at(spark, table_path(output, TABLE), cut[TABLE])
+    earlier = [c for c in ("line_key", "stream_nodes", "rejected_from") if c not in table.columns]
+    for column in earlier:  # a table an earlier release wrote
+        table = table.withColumn(column, F.lit(None).cast("int" if column == "stream_nodes" else "string"))
+    # One plain read, as Arrow: a join with graph_errors (and Row objects for 100k graphs) cost
+    # a shuffle and its planning on every run.
+    rows = table.select("graph_id", "fingerprint", "line_key", "stream_nodes", "rejected_from").toPandas()
+    if "rejected_from" in earlier:
+        rejected_from = _rejected_from_errors(spark, output, cut)
+    else:
+        rejected_from = {g: f for g, f in zip(rows["graph_id"], rows["rejected_from"], strict=True) if f is not None}
     skip_ids: set[str] = set()
     if touched is not None:
         skip_ids = {r[0] for r in touched.collect()}
@@ -113,16 +128,27 @@ def known_graphs(spark: SparkSession, output: str, say: Callable[[str], None] | 
     return _known(rows, rejected_from, skip_ids)
 
 
+def _rejected_from_errors(spark: SparkSession, output: str, cut: dict[str, int | None]) -> dict[str, str]:
+    """graph_id -> source_file of the published ``graph_errors`` rows: where the rejected graphs
+    of a ``graph_fingerprints`` an earlier release wrote (without ``rejected_from``) came from."""
+    if cut.get("graph_errors") is None:
+        return {}
+    errors = delta_log.read_at(spark, table_path(output, "graph_errors"), cut["graph_errors"])
+    frame = errors.select("graph_id", "source_file").toPandas()
+    return dict(zip(frame["graph_id"], frame["source_file"], strict=True))
+
+
 def _written_by_an_earlier_release(spark: SparkSession, output: str, say: Callable[[str], None] | None) -> bool:
-    """A table an earlier release wrote lacks columns this one writes: every graph is computed again."""
+    """A table an earlier release wrote lacks columns this one writes: every graph is computed
+    again. The columns come from each table's Delta log (its snapshot's metadata): loading the
+    table through Spark to ask made Delta reconstruct its state first."""
     for name, columns in _COLUMNS.items():
-        path = table_path(output, name)
-        if DeltaTable.isDeltaTable(spark, path):
-            missing = [c for c in columns if c not in spark.read.format("delta").load(path).columns]
-            if missing:
-                if say:
-                    say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
-                return True
+        state = delta_log.table_state(spark, table_path(output, name))
+        missing = [c for c in columns if state is not None and c not in state.columns]
+        if missing:
+            if say:
+                say(f"full run: {name} lacks the columns this release writes ({', '.join(missing)})")
+            return True
     return False
 
 
@@ -136,6 +162,8 @@ def _known(rows: pd.DataFrame, rejected_from: dict[str, str], skip_ids: set[str]
         if key is not None:
             known.keys[gid] = key
         source_file = rejected_from.get(gid)
+        if source_file is not None:
+            known.rejected[gid] = source_file
         if source_file is None:
             known.graphs[gid] = fp
             if key is not None:  # a rejected graph's line is read again, always
@@ -145,37 +173,45 @@ def _known(rows: pd.DataFrame, rejected_from: dict[str, str], skip_ids: set[str]
     return known
 
 
-def touched_keys(spark: SparkSession, output: str, names: Sequence[str], key: str) -> DataFrame | None:
+def touched_keys(
+    spark: SparkSession, output: str, names: Sequence[str], key: str, cut: dict[str, int | None] | None = None
+) -> DataFrame | None:
     """The ``key`` values (graph or check ids) whose rows, in any of the tables ``names``, differ
-    between the latest version and the published view (:func:`published_versions`): what
-    commits of a run that did not publish (killed, or still running) wrote; None when there are
-    none. Their published fingerprints describe rows the tables no longer hold."""
-    cut = published_versions(spark, output, names)
+    between the latest version and the published view ``cut`` (:func:`published_versions`, read
+    when not given): what commits of a run that did not publish (killed, or still running)
+    wrote; None when there are none. Their published fingerprints describe rows the tables no
+    longer hold. A table whose newest version is the published one is not read."""
+    cut = published_versions(spark, output, names) if cut is None else cut
     touched = None
     for name in names:
         path = table_path(output, name)
-        newest = latest_commit(spark, path)
-        if newest is None:  # no table there
+        state = delta_log.table_state(spark, path)
+        if state is None or (cut.get(name) is not None and state.version == cut[name]):
             continue
-        latest = newest[0]
-        if cut.get(name) is not None and latest == cut[name]:
-            continue
-        now = spark.read.format("delta").load(path)
-        then = (
-            now.limit(0)
-            if cut.get(name) is None
-            else spark.read.format("delta").option("versionAsOf", cut[name]).load(path)
-        )
+        now = delta_log.read_at(spark, path, state.version)
+        then = now.limit(0) if cut.get(name) is None else delta_log.read_at(spark, path, cut[name])
         ids = now.exceptAll(then).unionByName(then.exceptAll(now)).select(key)
         touched = ids if touched is None else touched.unionByName(ids)
     return None if touched is None else touched.distinct().localCheckpoint(eager=True)
 
 
-def rows(fingerprint_rows: DataFrame, version: str) -> DataFrame:
+def rows(
+    spark: SparkSession, fingerprint_rows: DataFrame, version: str, errors: DataFrame, held: Known | None = None
+) -> DataFrame:
     """The ``graph_fingerprints`` rows of the graphs a run computed (the stage's ``fingerprint``
     rows less the skipped ones, whose rows the output holds already), and of those it skipped
-    but read from other bytes than their row's key (``rekeyed``: :class:`pipeline.compute.stage.Skip`)."""
-    return fingerprint_rows.where(~F.col("skipped") | F.col("rekeyed")).select(
-        "graph_id", "fingerprint", F.lit(version).alias("rules_version"), "line_key",
-        F.col("node_count").alias("stream_nodes"),
+    but read from other bytes than their row's key (``rekeyed``: :class:`pipeline.compute.stage.Skip`).
+    ``rejected_from``: the file of the graph's row in this run's ``errors``; a rekeyed graph
+    keeps its row's (``held``: what the output held)."""
+    now = errors.select("graph_id", F.col("source_file").alias("now_from")).dropDuplicates(["graph_id"])
+    kept = local_frame(spark, sorted((held.rejected if held else {}).items()), "graph_id string, held_from string")
+    written = fingerprint_rows.where(~F.col("skipped") | F.col("rekeyed"))
+    return (
+        written.join(F.broadcast(now), "graph_id", "left")
+        .join(F.broadcast(kept), "graph_id", "left")
+        .select(
+            "graph_id", "fingerprint", F.lit(version).alias("rules_version"), "line_key",
+            F.col("node_count").alias("stream_nodes"),
+            F.when(F.col("skipped"), F.col("held_from")).otherwise(F.col("now_from")).alias("rejected_from"),
+        )
     )  # fmt: skip

@@ -219,9 +219,10 @@ def compute_run(
     from_texts = not delta_sink.is_delta_folder(spark, input_path)
     ingested = None if from_texts else read_ingested(spark, input_path)
     emit = frozenset({fused.JOBGRAPH, fused.STREAM} if keep_stream else {fused.JOBGRAPH})
-    skip, lines = None, None
+    skip, lines, held = None, None, None
     if from_texts:
-        skip, lines, known = _incremental(spark, output, settings, progress, full, known)
+        skip, lines, held = _incremental(spark, output, settings, progress, full, known)
+        known = held.graphs
     # From spec texts the first shuffle holds one row per graph: the progress line counts graphs.
     stage = lambda: _stage_rows(spark, input_path, settings, ingested, emit, skip, lines)  # noqa: E731
     rows = _timed(summary, progress, "read+compute", stage, spark, count_graphs=from_texts)
@@ -241,7 +242,7 @@ def compute_run(
     graphs = None if rejected else _counted_tables(summary, counts)
     run_ids = _run_ids(spark, counts, rejected)
     graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
-    tables, fingerprint_ids = _tables(spark, list(kept.values()), graph_fps, skip, counts, run_ids)
+    tables, fingerprint_ids = _tables(spark, list(kept.values()), graph_fps, skip, counts, run_ids, held)
     compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
     _write_and_count(
         spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids
@@ -269,7 +270,7 @@ def _incremental(
     progress: Progress,
     full: bool,
     known: dict[str, str] | None,
-) -> tuple[fused.Skip, read_spec.KnownLines, dict[str, str]]:
+) -> tuple[fused.Skip, read_spec.KnownLines, fingerprints.Known]:
     """What a run from spec texts may skip: the graphs (and line keys) the output's fingerprints
     hold, or the ones check-restore's second pass names (``known``); none when ``full``."""
     version = fingerprints.rules_version(settings)
@@ -284,7 +285,7 @@ def _incremental(
     bc = spark.sparkContext.broadcast
     lines = read_spec.KnownLines(line_salt(version), bc(held.lines) if held.lines else None)
     skip = fused.Skip(version, bc(held.graphs) if held.graphs else None, bc(held.keys) if held.keys else None)
-    return skip, lines, held.graphs
+    return skip, lines, held
 
 
 def _counted_tables(summary: RunSummary, counts: _Counts) -> dict[str, int]:
@@ -305,16 +306,18 @@ def _tables(
     skip: fused.Skip | None,
     counts: _Counts,
     run_ids: DataFrame,
+    held: fingerprints.Known | None = None,
 ) -> tuple[list[DataFrame], DataFrame | None]:
     """The tables the run writes, in COMMAND_TABLES' order (the JobGraph tables, graph_errors,
-    graph_fingerprints), and the ids whose fingerprint rows it replaces (None: the run's)."""
+    graph_fingerprints), and the ids whose fingerprint rows it replaces (None: the run's).
+    ``held``: what the output held (a rekeyed rejected graph keeps the file its row names)."""
     if graph_fps is None or skip is None:  # from an ingested folder: no texts to fingerprint, none kept
         return [*jobgraph, local_frame(spark, [], fingerprints.SCHEMA)], None
     fingerprint_ids = None
     if counts.rekeyed:  # graphs skipped but read from other bytes: their row gets the new key
         rekeyed = graph_fps.where(F.col("rekeyed")).select("graph_id")
         fingerprint_ids = run_ids.unionByName(rekeyed).distinct()
-    return [*jobgraph, fingerprints.rows(graph_fps, skip.rules_version)], fingerprint_ids
+    return [*jobgraph, fingerprints.rows(spark, graph_fps, skip.rules_version, jobgraph[3], held)], fingerprint_ids
 
 
 def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataFrame:

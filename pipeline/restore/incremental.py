@@ -24,13 +24,13 @@ import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from pipeline.compute.fingerprints import rules_version, touched_keys
 from pipeline.restore.manifest import CheckLine
 from pipeline.settings import Settings
-from pipeline.tables.delta_writer import read_published, table_path
+from pipeline.tables import delta_log
+from pipeline.tables.delta_writer import published_versions, table_path
 
 TABLE = "check_fingerprints"
 SCHEMA = "check_id string, fingerprint string, rules_version string"
@@ -77,13 +77,16 @@ def check_fingerprint(line: CheckLine, savepoint: str | None, graphs: Mapping[st
 def known_checks(spark: SparkSession, output: str, say: Callable[[str], None] | None = None) -> dict[str, str]:
     """check_id -> fingerprint of every check the output's published run decided, less the
     checks whose rows commits past the published view changed (a run killed before it
-    published: its checks are decided again, as compute's graphs are)."""
-    if not DeltaTable.isDeltaTable(spark, table_path(output, TABLE)):
+    published: its checks are decided again, as compute's graphs are). As compute's
+    (:func:`pipeline.compute.fingerprints.known_graphs`): the published view from the Delta
+    logs, then one read of ``check_fingerprints`` at its published version."""
+    if delta_log.table_state(spark, table_path(output, TABLE)) is None:
         return {}  # no check-restore run wrote here yet, or an earlier release did
-    table = read_published(spark, output, [TABLE]).get(TABLE)
-    if table is None:
+    cut = published_versions(spark, output, CHECK_TABLES)
+    if cut.get(TABLE) is None:
         return {}
-    touched = touched_keys(spark, output, CHECK_TABLES, "check_id")
+    table = delta_log.read_at(spark, table_path(output, TABLE), cut[TABLE])
+    touched = touched_keys(spark, output, CHECK_TABLES, "check_id", cut)
     if touched is not None:
         if say:
             n = touched.count()
