@@ -119,6 +119,8 @@ public final class DeclaredStates {
         final List<Object> triggers = new ArrayList<>();
         /** Descriptor objects in fields: object -> {path, holder is a user object, broadcast list}. */
         final Map<Object, Object[]> fieldDescriptors = new IdentityHashMap<>();
+        /** The same descriptors in the order the walk met them (an identity map's order changes from run to run). */
+        final List<Object> fieldDescriptorOrder = new ArrayList<>();
         final Map<Object, Boolean> seen = new IdentityHashMap<>();
         int budget = 20000;
 
@@ -223,21 +225,21 @@ public final class DeclaredStates {
                 }
             }
             // descriptors held in fields and not registered by any code read above
-            for (Map.Entry<Object, Object[]> f : fieldDescriptors.entrySet()) {
-                if (byDescriptor.containsKey(f.getKey())) {
+            for (Object descriptor : fieldDescriptorOrder) {
+                if (byDescriptor.containsKey(descriptor)) {
                     continue;
                 }
-                Object[] how = f.getValue();
+                Object[] how = fieldDescriptors.get(descriptor);
                 boolean broadcastList = (Boolean) how[2];
                 boolean inUserObject = (Boolean) how[1];
                 if (broadcastList) {
                     StateCode.Decl d = new StateCode.Decl();
                     d.kind = "BROADCAST";
-                    d.descriptor = f.getKey();
+                    d.descriptor = descriptor;
                     add(out, byDescriptor, d, "descriptor_object", (String) how[0]);
                 } else if (inUserObject) {
                     StateCode.Decl d = new StateCode.Decl();
-                    d.descriptor = f.getKey();
+                    d.descriptor = descriptor;
                     d.unresolved = "a descriptor held in field " + how[0] + ", but no registration of it was found"
                             + " in the code Flink calls (whether and as which kind of state it is used is not known)";
                     add(out, byDescriptor, d, "descriptor_object", (String) how[0]);
@@ -596,7 +598,9 @@ public final class DeclaredStates {
             if (StateCode.isA(c, "org.apache.flink.api.common.state.StateDescriptor")
                     || StateCode.isA(c, "org.apache.flink.api.common.state.v2.StateDescriptor")) {
                 boolean bcast = path.contains("broadcastStateDescriptors");
-                fieldDescriptors.put(o, new Object[] {path, inUser, bcast});
+                if (fieldDescriptors.put(o, new Object[] {path, inUser, bcast}) == null) {
+                    fieldDescriptorOrder.add(o);
+                }
                 return;
             }
             if (o instanceof Collection) {
