@@ -45,6 +45,10 @@ public final class Main {
             StMain.respec(args);
             return;
         }
+        if (args.length > 0 && args[0].equals("statetypes-replay")) {
+            StReplay.run(args);
+            return;
+        }
         if (args.length == 0 || !args[0].equals("generate")) {
             System.err.println("usage: generate --seed S --count N --out F.jsonl.gz --metadata-out F.tar.gz"
                     + " [--start I] [--scratch DIR]\n   or: statetypes --seed S --count N --out F.jsonl.gz --cases-dir DIR"
