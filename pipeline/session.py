@@ -112,6 +112,12 @@ def cds_options(settings: Settings) -> str:
     return ""
 
 
+# On a local master the input's files are listed on the driver: Spark lists more than 32 paths
+# (a fleet's 100 spec files) in a Spark job of its own, a second of a nightly run's start for
+# what a few stat calls answer (docs/performance.md).
+DRIVER_LISTING = ("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+
+
 def launched_by_spark_submit() -> bool:
     """True when this Python process is the driver of a ``spark-submit`` (its JVM started
     first and handed this process a gateway), whose ``--master``, ``--jars``, ``--conf`` and
@@ -159,6 +165,7 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
     )
     if master.startswith("local"):
         builder = builder.config("spark.python.daemon.module", "pipeline.worker_daemon")
+        builder = builder.config(*DRIVER_LISTING)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if master.startswith("local"):
@@ -235,6 +242,7 @@ def _submitted_session(settings: Settings, app_name: str) -> SparkSession:
         ("spark.sql.execution.arrow.pyspark.enabled", "true"),
         ("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf.arrow_batch_rows)),
         ("spark.sql.session.timeZone", "UTC"),
+        *([DRIVER_LISTING] if (conf.get("spark.master", "") or "").startswith("local") else []),
     ):
         if key == "spark.jars" or not conf.contains(key):  # a --conf of the user's wins
             builder = builder.config(key, value)

@@ -229,7 +229,7 @@ def compute_run(
     progress.per_graph_rows(rows)
     counts = _count(spark, rows, summary, progress)
     roots = _timed(summary, progress, "chains", lambda: _chains(rows, counts, settings, summary), spark)
-    chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(roots, counts), spark)
+    chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(spark, roots, counts), spark)
     rows, errors, rejected = _rejections(spark, rows, counts, chain_errors, summary)
 
     kept = {
@@ -324,6 +324,8 @@ def _run_ids(spark: SparkSession, counts: _Counts, rejected: list[str]) -> DataF
     """The graphs the run rewrites: every input graph but those skipped as unchanged (each of
     its copies), plus the rejected ones (a graph_id read twice is rejected even when its copies
     are unchanged: its rows go, its error row comes)."""
+    if not rejected and counts.rows.get("graph", 0) == counts.skipped:  # every graph unchanged: none
+        return local_frame(spark, [], "graph_id string")
     graph = counts.by_graph.where(F.col("kind") == "graph").select("graph_id")
     fp = counts.by_graph.where(F.col("kind") == "fingerprint")
     unchanged = fp.where(F.col("skipped") == F.col("n")).select("graph_id")
@@ -361,6 +363,7 @@ class _Counts:
     rows: dict[str, int]  # kind -> rows
     graphs: dict[str, int]  # kind -> graphs with rows of it
     rekeyed: int = 0  # graphs skipped by their fingerprint, read from other bytes (fused.Skip)
+    skipped: int = 0  # input graphs (copies) skipped as unchanged
 
 
 def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: Progress) -> _Counts:
@@ -398,6 +401,7 @@ def _count(spark: SparkSession, rows: DataFrame, summary: RunSummary, progress: 
             summary.graphs_recomputed = int(r["known"] or 0) - summary.graphs_skipped
             summary.graphs_new = int(r["n"]) - int(r["known"] or 0)
             counts.rekeyed = int(r["rekeyed"] or 0)
+            counts.skipped = summary.graphs_skipped
         elif r["kind"] == "stats":
             summary.bfs_levels_max, summary.hash_layers_max = int(r["bfs"] or 0), int(r["layers"] or 0)
     order = {step: i for i, step in enumerate(STEPS)}  # the steps in the order they run
@@ -434,8 +438,12 @@ def _chains(rows: DataFrame, counts: _Counts, settings: Settings, summary: RunSu
     return roots.localCheckpoint(eager=True)
 
 
-def _chain_errors(roots: DataFrame, counts: _Counts) -> DataFrame:
-    """A CHAIN_CHECK_FAILED row for every graph whose walk's chains are not the components."""
+def _chain_errors(spark: SparkSession, roots: DataFrame, counts: _Counts) -> DataFrame:
+    """A CHAIN_CHECK_FAILED row for every graph whose walk's chains are not the components.
+    A run without operators and chainable edges (a night whose graphs are all unchanged) has
+    neither side to compare: no Spark job for it."""
+    if not counts.rows.get("operator") and not counts.rows.get("chain_edge"):
+        return local_frame(spark, [], ", ".join(f"{c} string" for c in ERROR_COLUMNS[:3]))
     disagree = chains.walk_disagreements(None, roots, walk_side(counts.by_graph)).localCheckpoint(eager=True)
     return disagree.select(
         "graph_id",
@@ -462,6 +470,9 @@ def _rejections(
         dupes = validate.duplicate_id_errors(graph_rows.select("graph_id", "source_file")).localCheckpoint(eager=True)
     else:
         dupes = local_frame(spark, [], ", ".join(f"{c} string" for c in ERROR_COLUMNS))
+    if not repeated and not counts.rows.get("error") and not counts.rows.get("operator"):
+        # nothing rejected, nothing to check (a night whose graphs are all unchanged): no job
+        return rows, local_frame(spark, [], ", ".join(f"{c} string" for c in ERROR_COLUMNS)), []
     errors = FUSED_ROWS.rows(rows, "error").select(*ERROR_COLUMNS)
     rejected = [r["graph_id"] for r in chain_errors.select("graph_id").unionByName(dupes.select("graph_id")).collect()]
     if rejected:  # never, unless input ids repeat or the two chain computations disagree
@@ -578,7 +589,7 @@ def _count_outputs(
     if count_tables:
         summary.job_vertices = vertices.count()
         summary.job_edges = job_edges.count()
-    summary.errors_by_code = _errors_by_code(errors)
+    summary.errors_by_code = _errors_by_code(errors) if summary.graphs_rejected else {}
 
 
 def _errors_by_code(errors: DataFrame) -> dict[str, int]:
