@@ -112,9 +112,9 @@ def cds_options(settings: Settings) -> str:
     return ""
 
 
-# On a local master the input's files are listed on the driver: Spark lists more than 32 paths
-# (a fleet's 100 spec files) in a Spark job of its own, a second of a nightly run's start for
-# what a few stat calls answer (docs/performance.md).
+# On a local master the input's files are listed on the driver: Spark lists more than a few
+# dozen paths (a fleet's spec files) in a Spark job of its own, which a nightly run's start
+# paid for what a stat call per file answers (docs/performance.md).
 DRIVER_LISTING = ("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
 
 

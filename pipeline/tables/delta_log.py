@@ -5,8 +5,8 @@ Before it reads its first spec, a run needs to know little of an output: whether
 there and with which columns, the commits past the published view (a run killed before it
 published, or one still running), and the published fingerprints. Asked through Spark (a table
 loaded to read ``.columns``, the ``runs`` table's rows, ``history()``), each answer made Delta
-reconstruct the table's state from its log in a Spark job first, and in a fresh JVM the first of
-those jobs cost seconds, most of them compiling Delta's and Spark's code paths
+reconstruct the table's state from its log in a Spark job first, and in a fresh JVM those jobs
+were most of what a run paid before its first spec, compiling Delta's and Spark's code paths
 (docs/performance.md, "An output's log, read once"). The log answers them itself:
 
 - :func:`table_state`: a table's newest version, its id and its columns, from the Snapshot's
