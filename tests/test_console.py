@@ -90,10 +90,15 @@ def test_the_watch_counts_the_graphs_of_the_read_and_compute_stages(spark, setti
 
 
 def test_the_watch_counts_graphs_when_spark_lists_the_input_in_a_job_of_its_own(spark, settings, tmp_path):
-    """Over 32 input files Spark lists them in a job of its own (parallel partition
-    discovery), the block's first stage: the read stage is the one after it (before, the
-    moving line said "0/0 graphs")."""
+    """Over 32 input files on a cluster Spark lists them in a job of its own (parallel
+    partition discovery; a local session lists on the driver, so the test sets Spark's
+    default threshold back), the block's first stage: the read stage is the one after it
+    (before, the moving line said "0/0 graphs")."""
     import json
+
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "32")
 
     wc = json.loads((SAMPLES / "wordcount.json").read_text())
     for i in range(40):
@@ -106,6 +111,7 @@ def test_the_watch_counts_graphs_when_spark_lists_the_input_in_a_job_of_its_own(
         group_jobs = set(spark.sparkContext.statusTracker().getJobIdsForGroup(watch.group)) - watch.baseline
     finally:
         watch.close()
+        spark.conf.set(key, before)
     snap = watch.poll()
     assert len(group_jobs) >= 3  # the listing, the read, the compute
     assert (snap.graphs_total, snap.graphs_done) == (40, 40)
