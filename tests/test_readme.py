@@ -1,5 +1,5 @@
-"""README is for users and stays true: its "How it works" tree lists every module of pipeline/
-and udfs/ (and nothing that is not there), its conformance table is the one the results in
+"""README is for users and stays true: the module tree it links (docs/modules.md) lists every
+module of pipeline/ and udfs/ (and nothing that is not there), its conformance table is the one the results in
 conformance/results/ give, its two commands are the Makefile's, and it tells no history (no
 commit hashes, no issue numbers): that lives in docs/."""
 
@@ -12,11 +12,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+MODULES = (ROOT / "docs" / "modules.md").read_text()
 
 
 def _tree() -> list[str]:
-    """The paths the README's module tree names (indentation = folder nesting)."""
-    block = README.split("## How it works", 1)[1].split("```", 2)[1]
+    """The paths docs/modules.md's tree names (indentation = folder nesting)."""
+    assert "(docs/modules.md)" in README.split("## How it works", 1)[1].split("\n## ", 1)[0]
+    block = MODULES.split("```", 2)[1]
     stack: list[tuple[int, str]] = []
     paths = []
     for line in block.splitlines():
@@ -37,8 +39,8 @@ def test_the_tree_lists_every_module_and_only_modules_that_exist():
     listed = {p for p in _tree() if p.endswith(".py")}
     actual = {p.relative_to(ROOT).as_posix() for pkg in ("pipeline", "udfs") for p in (ROOT / pkg).rglob("*.py")
               if p.name != "__init__.py"}  # fmt: skip
-    assert actual - listed == set(), f"modules missing from README: {sorted(actual - listed)}"
-    assert listed - actual == set(), f"README lists modules that do not exist: {sorted(listed - actual)}"
+    assert actual - listed == set(), f"modules missing from docs/modules.md: {sorted(actual - listed)}"
+    assert listed - actual == set(), f"docs/modules.md lists modules that do not exist: {sorted(listed - actual)}"
 
 
 def test_the_conformance_table_is_the_results():
