@@ -13,8 +13,9 @@ runs one command in a new process and records:
 - ``cpu_s``: CPU seconds of its whole process tree (the Python driver, Spark's JVM, the Python
   workers), sampled from /proc every 0.2 s plus what this process reaped: the figure that load
   from other processes distorts least;
-- ``lines``: every line of its stderr with the second it arrived and, for a progress line
-  (``[ t s] ...``), the tree's CPU seconds by then; ``first_progress_s`` and
+- ``lines``: every line of its stderr (and the progress lines on its stdout: spark-submit's
+  Python runner merges the driver's stderr into it) with the second it arrived and, for a
+  progress line (``[ t s] ...``), the tree's CPU seconds by then; ``first_progress_s`` and
   ``cpu_before_first_progress_s``: when the first progress line arrived, and the CPU by then;
 - with ``event_log`` (Spark's own event log, written to a temporary folder and read after):
   the Spark jobs and SQL executions the driver ran, each with its start second and the call
@@ -84,6 +85,11 @@ def code_env(code: Path | None, event_dir: Path | None, spark_submit: bool) -> d
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     if code is not None:
         env["PYTHONPATH"] = str(code)
+    if spark_submit:  # spark-submit finds its Spark through SPARK_HOME (else python3 on PATH must have pyspark)
+        import pyspark
+
+        env.setdefault("SPARK_HOME", str(Path(pyspark.__file__).parent))
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
     if event_dir is not None and not spark_submit:
         # the CLI's local session is launched by pyspark, which passes these to spark-submit
         env["PYSPARK_SUBMIT_ARGS"] = " ".join([*_event_conf(event_dir), "pyspark-shell"])
@@ -130,15 +136,22 @@ def run(
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=str(code or ROOT))  # fmt: skip
 
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
+    out: list[str] = []
+
+    def read(stream: Any, keep: list[str] | None) -> None:
+        # spark-submit's Python runner merges the driver's stderr into its stdout: progress
+        # lines are looked for on both; the tree's CPU seconds so far at each of them
+        for line in stream:
             at = time.perf_counter() - start
-            # the tree's CPU seconds so far, at each progress line
+            if keep is not None and not PROGRESS.match(line):
+                keep.append(line)
+                continue
             lines.append((at, sample() if PROGRESS.match(line) else 0.0, line.rstrip("\n")))
 
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
+    readers = [threading.Thread(target=read, args=(proc.stderr, None), daemon=True),
+               threading.Thread(target=read, args=(proc.stdout, out), daemon=True)]  # fmt: skip
+    for reader in readers:
+        reader.start()
     while True:  # wait() returns at the exit itself: the wall is not rounded up to a sample
         sample()
         try:
@@ -147,8 +160,10 @@ def run(
         except subprocess.TimeoutExpired:
             continue
     wall = time.perf_counter() - start
-    reader.join(timeout=5)
-    stdout = proc.stdout.read() if proc.stdout else ""
+    for reader in readers:
+        reader.join(timeout=5)
+    stdout = "".join(out)
+    lines.sort(key=lambda x: x[0])
     after = os.times()
     # the driver's own CPU from its rusage (it reaps neither the JVM nor the workers: those are
     # the samples), so nothing is counted twice and the driver's last moments are not lost
