@@ -1,6 +1,6 @@
 """One job's deploy gate, timed as a CI step runs it: a fresh process from command to verdict.
 
-    python bench/gate_bench.py [--runs 5] [--vs REV] [--case sp-2.3-s11-00057] [--jar-args '...']
+    python bench/gate_bench.py [--runs 5] [--rev REV] [--vs REV] [--case sp-2.3-s11-00057] [--jar-args '...']
 
 The job: a real Flink 2.3 savepoint and its real edited job from
 ../shared/vectors/restore/savepoint-2.3-s11 (the case README's gate example uses), laid out as
@@ -16,7 +16,8 @@ export on the way).
 
 ``--vs REV`` alternates each run with the code of git revision REV (A B A B ...: the machine's
 drift hits both alike) and prints the ratio A/B pair by pair. Both run from snapshots of
-pipeline/, udfs/ and conf/ under bench/tmp/, so edits during the runs change neither.
+pipeline/, udfs/ and conf/ under bench/tmp/, so edits during the runs change neither. ``--rev REV``
+takes A from a git revision too (default: the working tree, which may hold others' unfinished edits).
 
 Writes bench/results/<timestamp>-gate.json and prints one line per run and the medians.
 """
@@ -106,12 +107,13 @@ def _one(code: Path, check: list[str], report: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rev", metavar="REV", help="A from this git revision (default: the working tree)")
     ap.add_argument("--vs", metavar="REV", help="alternate with the code of this git revision")
     ap.add_argument("--case", default="sp-2.3-s11-00057")
     ap.add_argument("--jar-args", default="", help="time from a jar: '--jar J --main-class C --flink L --savepoint S'")
     args = ap.parse_args(argv)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    variants = {"A": None} | ({"B": args.vs} if args.vs else {})
+    variants = {"A": args.rev} | ({"B": args.vs} if args.vs else {})
     codes, labels = {}, {}
     for name, rev in variants.items():
         codes[name] = TMP / f"gate-{stamp}-{name}"
