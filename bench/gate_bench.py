@@ -19,6 +19,11 @@ drift hits both alike) and prints the ratio A/B pair by pair. Both run from snap
 pipeline/, udfs/ and conf/ under bench/tmp/, so edits during the runs change neither. ``--rev REV``
 takes A from a git revision too (default: the working tree, which may hold others' unfinished edits).
 
+A gate on an existing ``--output`` (a re-run: the output's fingerprints and checks read first):
+``--jar-args '... --output DIR/{variant}'`` gives each version its own output (``{variant}`` is
+A or B), and ``--prime`` runs each version once, untimed, before the timed runs, so that every
+timed run finds its version's output from the run before.
+
 Writes bench/results/<timestamp>-gate.json and prints one line per run and the medians.
 """
 
@@ -111,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vs", metavar="REV", help="alternate with the code of this git revision")
     ap.add_argument("--case", default="sp-2.3-s11-00057")
     ap.add_argument("--jar-args", default="", help="time from a jar: '--jar J --main-class C --flink L --savepoint S'")
+    ap.add_argument("--prime", action="store_true", help="one untimed run per version first (a re-run's output)")
     args = ap.parse_args(argv)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     variants = {"A": args.rev} | ({"B": args.vs} if args.vs else {})
@@ -122,9 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         check = shlex.split(args.jar_args) if args.jar_args else _layout(args.case, folder)
+        checks = {name: [a.replace("{variant}", name) for a in check] for name in variants}
+        if args.prime:
+            for name in variants:
+                primed = _one(codes[name], checks[name], folder / f"report-{name}-prime")
+                print(json.dumps({"variant": name, "prime (untimed)": primed["wall_s"]}), flush=True)
         for i in range(args.runs):
             for name in variants:
-                row = _one(codes[name], check, folder / f"report-{name}-{i}")
+                row = _one(codes[name], checks[name], folder / f"report-{name}-{i}")
                 runs[name].append(row)
                 print(json.dumps({"variant": name, **row}), flush=True)
     for code in codes.values():
