@@ -200,6 +200,13 @@ class Reader:
         self.need(k, what)
         self.pos += k
 
+    def i64s(self, k: int, what: str) -> tuple[int, ...]:
+        """``k`` big-endian longs (an offsets array)."""
+        self.need(8 * k, what)
+        out = struct.unpack_from(f">{k}q", self.data, self.pos)
+        self.pos += 8 * k
+        return out
+
     def utf(self, what: str = "string") -> str:
         """``DataInput.readUTF``: an unsigned short length, then modified UTF-8."""
         return self.modified_utf8(self.u16(what + " length"), what)

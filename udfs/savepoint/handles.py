@@ -171,28 +171,35 @@ class HandleReader:
         """KeyGroupRange.of(start, start + num - 1) in Java int arithmetic: (range size, num as read).
 
         An empty range when start > end (also on overflow); else the constructor's checks."""
+        size, num, _ = self._key_group_range()
+        return size, num
+
+    def _key_group_range(self) -> tuple[int, int, int]:
         r = self.r
         start = r.i32("start key group")
         num = r.i32("number of key groups")
         end = _wrap32(start + num - 1)
         if start > end:
-            return 0, num
+            return 0, num, start
         if start < 0 or _wrap32(end - start + 1) < 0:
             raise MetadataError(f"invalid key-group range [{start}, {end}]", r.pos)
-        return end - start + 1, num
+        return end - start + 1, num, start
 
     def _key_groups_body(self, type_name: str, depth: int) -> Handle:
+        """A key-groups handle: its range and each key group's offset in the stream
+        (``KeyGroupRangeOffsets``, kept as the handle's ``layout``: where a value reader seeks)."""
         r = self.r
-        size, num = self.key_group_range()
+        size, num, start = self._key_group_range()
         if num < 0:  # new long[num]
             raise MetadataError(f"negative number of key groups: {num}", r.pos)
-        r.skip(8 * num, "key-group offsets")
+        offsets = r.i64s(num, "key-group offsets")
         if num != size:  # KeyGroupRangeOffsets: one offset per key group of the range
             raise MetadataError(f"{num} key-group offsets for a key-group range of {size}", r.pos)
         delegate = self.stream_handle(depth + 1)
         if delegate is None:  # KeyGroupsStateHandle: checkNotNull(streamStateHandle)
             raise MetadataError(f"{type_name} without a delegate state handle (NullPointerException in Flink)", r.pos)
-        return Handle(f"{type_name}({delegate.descriptor})", delegate.state_size, delegate.streams)
+        layout = {"key_groups": [start, list(offsets)]}
+        return Handle(f"{type_name}({delegate.descriptor})", delegate.state_size, delegate.streams, layout)
 
     def keyed_handle(self, depth: int) -> Handle | None:
         """A KeyedStateHandle (``depth``: how many handles enclose it); None for the null tag."""
@@ -329,13 +336,16 @@ class HandleReader:
         tag = self.tag("operator", r.i8, self.operator_tags, "Reading invalid OperatorStateHandle, type: ")
         if tag == NULL_HANDLE:
             return None
+        partitions = []  # (state name, mode, offsets): where each state's values are (the handle's layout)
         for _ in range(r.count("number of operator state names", 7)):
-            r.utf("operator state name")
+            name = r.utf("operator state name")
             at = r.pos
             mode = r.i8("distribution mode")
             if not 0 <= mode < len(OPERATOR_STATE_MODES):
                 raise MetadataError(f"invalid OperatorStateHandle.Mode ordinal {mode}", at)
-            r.skip(8 * r.count("number of partition offsets", 8), "partition offsets")
+            offsets = r.i64s(r.count("number of partition offsets", 8), "partition offsets")
+            partitions.append([name, OPERATOR_STATE_MODES[mode], list(offsets)])
+        layout = {"partitions": partitions}
         if tag == SEGMENT_PARTITIONABLE_OPERATOR_STATE_HANDLE:
             r.path("task-owned directory")
             r.path("shared directory")
@@ -345,11 +355,12 @@ class HandleReader:
             if delegate is None or not delegate.type_name.endswith("SegmentFileStateHandle"):
                 raise MetadataError("file-merging operator state needs a SegmentFileStateHandle delegate", at)
             name = "EmptyFileMergingOperatorStreamStateHandle" if empty else "FileMergingOperatorStreamStateHandle"
-            return Handle(f"{name}({describe(delegate)})", delegate.state_size, delegate.streams)
+            return Handle(f"{name}({describe(delegate)})", delegate.state_size, delegate.streams, layout)
         delegate = self.stream_handle(1)
         if delegate is None:  # OperatorStreamStateHandle: checkNotNull(delegateStateHandle)
             raise MetadataError("OperatorStreamStateHandle without a delegate (NullPointerException in Flink)", r.pos)
-        return Handle(f"OperatorStreamStateHandle({delegate.descriptor})", delegate.state_size, delegate.streams)
+        name = f"OperatorStreamStateHandle({delegate.descriptor})"
+        return Handle(name, delegate.state_size, delegate.streams, layout)
 
     def channel_handle(self, is_input: bool) -> Handle:
         """An input channel or result subpartition state handle (``ChannelStateHandleSerializerV1``)."""

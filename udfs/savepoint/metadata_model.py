@@ -46,6 +46,7 @@ class StateStream:
     subtask: int
     handle: str
     ref: StreamRef
+    layout: dict | None = None  # where the values are: {"key_groups": [start, offsets]} / {"partitions": [...]}
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Handle:
     type_name: str
     state_size: int
     streams: tuple[StreamRef, ...] = ()
+    layout: dict | None = None  # key-group offsets or operator state partitions (StateStream.layout)
 
     @property
     def descriptor(self) -> str:
@@ -154,7 +156,7 @@ def operator_state_of(
             has_subtask_handle = True
             kinds.add(f"{kind}:{h.descriptor}")
             if kind in ("managed_keyed", "managed_operator"):
-                streams += [StateStream(kind, index, h.descriptor, ref) for ref in h.streams]
+                streams += [StateStream(kind, index, h.descriptor, ref, h.layout) for ref in h.streams]
     return OperatorState(
         operator_id=operator_id,
         parallelism=parallelism,

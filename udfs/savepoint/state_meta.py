@@ -306,6 +306,7 @@ class SubtaskProxy:
     proxy: KeyedProxy | OperatorProxy | None
     error: str | None = None
     bytes_read: int = 0
+    layout: dict | None = None  # where its values are (StateStream.layout): key-group offsets, partitions
 
 
 @dataclass
@@ -388,13 +389,15 @@ def decode_operator_states(
             )
             ref = s.ref
             source = "inline" if ref.location == "inline" else str(ref.path)
+            layout = getattr(s, "layout", None)
             try:
                 proxy, n = _read_stream(s.kind, ref, read_head, first_chunk)
-                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, proxy, None, n)
+                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, proxy, None, n, layout)
             except StateMetaError as e:
-                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, None, str(e))
+                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, None, str(e), layout=layout)
             except OSError as e:
-                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, None, f"cannot read the file: {e}")
+                sp = SubtaskProxy(s.kind, s.subtask, s.handle, source, None, f"cannot read the file: {e}",
+                                  layout=layout)  # fmt: skip
             (entry.keyed if s.kind == "managed_keyed" else entry.operator).append(sp)
     return out
 

@@ -12,6 +12,7 @@ reader.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ class StreamHead:
     data: bytes | None
     whole: bool
     error: str | None = None
+    layout: dict | None = None
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> StreamHead:
@@ -69,7 +71,15 @@ class StreamHead:
             data=None if data is None else bytes(data),
             whole=bool(row.get("whole")),
             error=row.get("error"),
+            layout=_layout(row.get("layout")),
         )
+
+
+def _layout(raw: object) -> dict | None:
+    """A stream row's ``layout`` column: JSON text (or already a dict), None when absent."""
+    if raw is None or isinstance(raw, dict):
+        return raw
+    return json.loads(str(raw))
 
 
 def _read(kind: str, data: bytes, whole: bool) -> KeyedProxy | OperatorProxy:
@@ -104,12 +114,12 @@ def operator_states(heads: Iterable[StreamHead]) -> dict[str, OperatorStateTypes
     for h in heads:
         entry = out.setdefault(h.operator_id, OperatorStateTypes(h.operator_id, h.operator_name, h.operator_uid))
         if h.data is None:
-            sp = SubtaskProxy(h.kind, h.subtask, h.handle, h.source, None, h.error or "no bytes")
+            sp = SubtaskProxy(h.kind, h.subtask, h.handle, h.source, None, h.error or "no bytes", layout=h.layout)
         else:
             try:
                 sp = SubtaskProxy(h.kind, h.subtask, h.handle, h.source, _read(h.kind, h.data, h.whole), None,
-                                  len(h.data))  # fmt: skip
+                                  len(h.data), h.layout)  # fmt: skip
             except StateMetaError as e:
-                sp = SubtaskProxy(h.kind, h.subtask, h.handle, h.source, None, str(e), len(h.data))
+                sp = SubtaskProxy(h.kind, h.subtask, h.handle, h.source, None, str(e), len(h.data), h.layout)
         (entry.keyed if h.kind == "managed_keyed" else entry.operator).append(sp)
     return out
