@@ -49,6 +49,10 @@ public final class Main {
             StReplay.run(args);
             return;
         }
+        if (args.length > 0 && args[0].equals("value-check")) {
+            ValueCheck.run(args);
+            return;
+        }
         if (args.length == 0 || !args[0].equals("generate")) {
             System.err.println("usage: generate --seed S --count N --out F.jsonl.gz --metadata-out F.tar.gz"
                     + " [--start I] [--scratch DIR]\n   or: statetypes --seed S --count N --out F.jsonl.gz --cases-dir DIR"
