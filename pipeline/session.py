@@ -116,6 +116,10 @@ def cds_options(settings: Settings) -> str:
 # dozen paths (a fleet's spec files) in a Spark job of its own, which a nightly run's start
 # paid for what a stat call per file answers (docs/performance.md).
 DRIVER_LISTING = ("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+# Delta rebuilds a table's snapshot (its files, for a replace) in this many tasks; its default
+# of 50 is a cluster's. On a local master each is a task on the same few cores: a fresh
+# spark-submit run's 1% night ran its writes' snapshots in 50-task stages (docs/performance.md).
+LOCAL_SNAPSHOT_PARTITIONS = ("spark.databricks.delta.snapshotPartitions", "2")
 
 
 def launched_by_spark_submit() -> bool:
@@ -161,7 +165,7 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         )
         .config("spark.driver.memory", os.environ.get("FLINK_JOBGRAPH_DRIVER_MEMORY", "6g"))
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config(*LOCAL_SNAPSHOT_PARTITIONS)
     )
     if master.startswith("local"):
         builder = builder.config("spark.python.daemon.module", "pipeline.worker_daemon")
@@ -233,6 +237,7 @@ def _submitted_session(settings: Settings, app_name: str) -> SparkSession:
     except SetupError:
         ours = []  # the cluster brings Delta and GraphFrames itself (checked when they are used)
     spark_conf = settings.spark
+    local = (conf.get("spark.master", "") or "").startswith("local")
     builder = SparkSession.builder.appName(conf.get("spark.app.name", app_name))
     for key, value in (
         ("spark.jars", ",".join(given + ours)),
@@ -242,7 +247,7 @@ def _submitted_session(settings: Settings, app_name: str) -> SparkSession:
         ("spark.sql.execution.arrow.pyspark.enabled", "true"),
         ("spark.sql.execution.arrow.maxRecordsPerBatch", str(spark_conf.arrow_batch_rows)),
         ("spark.sql.session.timeZone", "UTC"),
-        *([DRIVER_LISTING] if (conf.get("spark.master", "") or "").startswith("local") else []),
+        *([DRIVER_LISTING, LOCAL_SNAPSHOT_PARTITIONS] if local else []),
     ):
         if key == "spark.jars" or not conf.contains(key):  # a --conf of the user's wins
             builder = builder.config(key, value)
