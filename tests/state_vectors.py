@@ -20,6 +20,7 @@ from typing import Any
 
 from udfs.restore import rules as rr
 from udfs.restore import state_rules as sr
+from udfs.restore.state_value_reads import values_from_files
 from udfs.savepoint.metadata import parse_metadata
 from udfs.savepoint.serializer_snapshots import REGISTRY, PojoField, SnapshotNode
 from udfs.savepoint.state_meta import OperatorStateTypes, decode_operator_states, local_file_reader
@@ -112,6 +113,8 @@ class CaseInputs:
     topology: rr.Decision
     new_names: dict[str, str] = field(default_factory=dict)  # saved operator id -> new operator name
     format_version: int = 0
+    metadata: Any = None  # the parsed _metadata, and the folder its state files are in: for value reads
+    folder: Path | None = None
 
 
 def inputs(case: dict[str, Any], folder: Path) -> CaseInputs:
@@ -133,6 +136,7 @@ def inputs(case: dict[str, Any], folder: Path) -> CaseInputs:
     spec_nodes = {n["id"]: n for n in case["v2"]["nodes"]}
     by_op = {r["operator_id"]: r for r in ops.to_dict("records")}
     vorder = {r["jobvertex_id"]: int(r["vertex_order"]) for r in vertices.to_dict("records")}
+    vpar = {r["jobvertex_id"]: int(r["parallelism"]) for r in vertices.to_dict("records")}
     declared = case["declared_types_v2"]
     matched: dict[str, sr.NewOperator] = {}
     names: dict[str, str] = {}
@@ -152,6 +156,7 @@ def inputs(case: dict[str, Any], folder: Path) -> CaseInputs:
             uid=node.get("uid"),
             key_serializer=node_from_dict(key_tree["serializer"]) if key_tree else None,
             key_type=key_tree["type_info"] if key_tree else None,
+            parallelism=vpar.get(row["jobvertex_id"]),
         )
         names[o.operator_id] = node["name"]
     ctx = sr.StateContext(
@@ -169,11 +174,19 @@ def inputs(case: dict[str, Any], folder: Path) -> CaseInputs:
         topology,
         names,
         md.format_version,
+        md,
+        folder,
     )
 
 
-def decide(ci: CaseInputs) -> sr.StateDecision:
-    return sr.decide_states(ci.saved, ci.matched, ci.ctx, ci.new_classes, ci.old_classes, ci.order)
+def decide(ci: CaseInputs, values: bool = False) -> sr.StateDecision:
+    """The state half from the case's inputs; ``values``: as check-restore decides it, a second
+    time with the saved streams' bytes when the first asks for them (udfs/restore/state_value_reads.py)."""
+    d = sr.decide_states(ci.saved, ci.matched, ci.ctx, ci.new_classes, ci.old_classes, ci.order)
+    if values and d.value_requests and ci.metadata is not None and ci.folder is not None:
+        read = values_from_files(ci.metadata, local_file_reader(ci.folder), d.value_requests)
+        d = sr.decide_states(ci.saved, ci.matched, ci.ctx, ci.new_classes, ci.old_classes, ci.order, read)
+    return d
 
 
 # ------------------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def _expected(case: dict, folder: Path) -> tuple[dict, sr.StateDecision]:
     for op in ci.matched.values():  # the specs carry no key serializer: taken as unchanged
         object.__setattr__(op, "key_serializer", None)
         object.__setattr__(op, "key_type", None)
-    d = sv.decide(ci)
+    d = sv.decide(ci, values=True)  # as check-restore decides: with the saved values it asks for
     t = ci.topology
     row = restore_check_row({}, t.verdict, t.failure, t.operator_id, t.message, t.dropped_operator_ids, d)
     return row, d

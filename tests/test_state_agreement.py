@@ -13,10 +13,12 @@ what Flink did on verdict, failure, operator_id, message and failure_stage.
 The 12 cases (tests/golden/state_agreement_subset.json, 54 s with Spark's start on a loaded
 2-core machine): flink-avro dropped from the class path, same-line and 1.20 -> 2.3 (decided from
 the spec field ``serializer_modules``); a POJO field added (restores); a topology failure at job
-start; a 1.x Kryo snapshot holding a serializer instance on 2.3; the not decidable ones with their
-reasons (a Kryo class whose fields changed; Kryo 2 collection bytes in operator state; a heap key
-group's write order; a POJO's Kryo-held collection read back; an NPE without a message on 2.0);
-listed apart: a state kind changed in user code, an Avro broadcast state retyped.
+start; a 1.x Kryo snapshot holding a serializer instance on 2.3; Kryo 2 collection bytes in
+operator state, decided from the saved bytes (the second pass of check-restore); the not
+decidable ones with their reasons (a Kryo class whose fields changed, in a spec without
+declared_states; a heap key group's write order; a POJO's Kryo-held collection read back; an NPE
+without a message on 2.0); listed apart: a state kind changed in user code, an Avro broadcast
+state retyped.
 """
 
 from __future__ import annotations
@@ -91,15 +93,20 @@ def _declared_golden() -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def declared(spark, settings, tmp_path_factory):
-    """The 17 cases of tests/golden/state_agreement_declared.json (a kind changed where open(), a
+    """The 21 cases of tests/golden/state_agreement_declared.json (a kind changed where open(), a
     hook open() calls, or processElement registers the state; TTL switched on 1.20, 2.3 and across;
     a value type changed; operator state split -> union; a state removed or renamed, a POJO field
     renamed or removed, a Kryo class's field removed across 1.20 -> 2.3 (restores, each loss
     warned of); a style change; a GenericRecord state whose schema a memoised static holds; a POJO
     class given to Kryo without a no-argument constructor (heap); an Avro field added on RocksDB
     (the migration's ArrayIndexOutOfBoundsException); a Kryo class that gained a field in a
-    RocksDB list (not decidable, with the reason)), laid out and checked as
-    scripts/state_agreement.py does: one real check-restore through Spark."""
+    RocksDB list in SST files (not decidable, with the reason); decided from the saved bytes, the
+    second pass of check-restore reading them from the real savepoints: a Kryo class that gained a
+    field in a heap stream (the NPE on the next state ID), one that lost it in a RocksDB list
+    (restores, the loss warned of), one that gained it in a RocksDB list whose values partly read
+    through (fails with the EOF, the verdict marked uncertain), Kryo 5 reading Kryo 2 lists in
+    broadcast state), laid out and checked as scripts/state_agreement.py does: one real
+    check-restore through Spark."""
     golden = _declared_golden()
     cases = []
     for name in sorted({c["set"] for c in golden.values()}):
@@ -132,7 +139,7 @@ def test_declared_cases_judgements_are_the_golden_ones(declared):
 def test_not_decidable_declared_cases_name_the_class_or_the_declaration(declared):
     """Not decidable only with a reason: here the Kryo class and its change (the one such golden
     case: a RocksDB list of a Kryo class that gained a field, whose elements the new class reads
-    across)."""
+    across, in SST files the check does not read)."""
     undecided = [j for j in declared.values() if sa._whole(j) == sa.NOT_DECIDABLE]
     assert [j.case_id for j in undecided] == ["st-1.20-s41-00075"]
     for j in undecided:

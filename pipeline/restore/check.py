@@ -41,6 +41,7 @@ from pipeline.restore.savepoints import (
     HEAD_COLUMNS,
     SavepointTables,
     read_savepoint_tables,
+    read_value_streams,
     resolve_metadata_files,
     savepoint_states,
 )
@@ -57,7 +58,7 @@ from pipeline.tables.columns import (
     struct,
 )
 from pipeline.tables.stream_tables import StreamTables
-from udfs.restore.check_rows import OPERATOR_FIELDS, VERTEX_FIELDS, check_rows_many
+from udfs.restore.check_rows import OPERATOR_FIELDS, VALUE_REQUESTS, VERTEX_FIELDS, check_rows_many
 from udfs.spec.contract import EDGE_COLUMNS, GRAPH_COLUMNS, NODE_COLUMNS
 
 # Checks are grouped by their manifest line: two lines may (wrongly) share a check_id, and each
@@ -168,8 +169,7 @@ def run_checks(
     checks = _checks_frame(spark, lines, stream, run.tables["graph_errors"], savepoints.errors).localCheckpoint(
         eager=True
     )
-    decided = _decide(spark, checks, savepoints, stream, run.tables, prove_fixes, len(lines))
-    decided = decided.localCheckpoint(eager=True)
+    decided = _with_values(spark, checks, savepoints, stream, run.tables, prove_fixes, len(lines))
     results = _table(decided, "restore_checks", RESTORE_CHECKS_COLUMNS)
     matches = _table(decided, "restore_operator_matches", MATCHES_COLUMNS)
     fixes = _table(decided, "restore_fixes", FIXES_COLUMNS)
@@ -336,8 +336,9 @@ def _checks_frame(
         F.first(F.concat(F.lit("rejected graph: "), F.col("error_code"), F.lit(": "), F.col("message"))).alias("g_err")
     )
     s_err = sp_errors.groupBy(F.col("savepoint").alias("savepoint_path")).agg(
-        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error")))
-        .alias("s_err")
+        F.first(F.concat(F.lit("unreadable savepoint "), F.col("savepoint"), F.lit(": "), F.col("error"))).alias(
+            "s_err"
+        )
     )
     return (
         manifest.join(info, "graph_id", "left")
@@ -357,6 +358,31 @@ def _checks_frame(
     )
 
 
+def _with_values(
+    spark: SparkSession, checks: DataFrame, savepoints: SavepointTables, stream: StreamTables,
+    computed: dict[str, DataFrame], prove: bool, check_count: int,
+) -> DataFrame:  # fmt: skip
+    """Every check decided (:func:`_decide`, checkpointed), and a second pass of the checks whose
+    state half asked for saved values (its ``value_requests`` rows: a Kryo class whose fields
+    changed, Kryo 2 bytes on 2.x): the streams it named are read on the executors
+    (``read_value_streams``) and those checks decided again with their bytes. Every other check
+    keeps its first decision; with no request (the usual case, and the deploy gate's) nothing
+    more is read."""
+    decided = _decide(spark, checks, savepoints, stream, computed, prove, check_count).localCheckpoint(eager=True)
+    asked = decided.where(F.col("table") == VALUE_REQUESTS).select("line", "row").collect()
+    if not asked:
+        return decided
+    wanted = [(r["line"], *(json.loads(r["row"])[k] for k in ("operator_id", "stream_kind"))) for r in asked]
+    lines = sorted({w[0] for w in wanted})
+    requests = local_frame(spark, wanted, "line string, operator_id string, stream_kind string")
+    by_line = requests.join(checks.select("line", F.col("savepoint_path").alias("savepoint")), "line")
+    values = read_value_streams(savepoints.heads, by_line.select("savepoint", "operator_id", "stream_kind").distinct())
+    again = checks.where(F.col("line").isin(lines))
+    redone = _decide(spark, again, savepoints, stream, computed, prove, len(lines), values.localCheckpoint(eager=True))
+    kept = decided.where(~F.col("line").isin(lines) & (F.col("table") != VALUE_REQUESTS))
+    return kept.unionByName(redone.where(F.col("table") != VALUE_REQUESTS)).localCheckpoint(eager=True)
+
+
 def _payload(df: DataFrame, kind: str, key: str, cols: list[str]) -> DataFrame:
     return df.select(F.col(key).alias("_key"), F.lit(kind).alias("kind"), F.to_json(F.struct(*cols)).alias("payload"))
 
@@ -369,11 +395,15 @@ def _decide(
     computed: dict[str, DataFrame],
     prove: bool,
     check_count: int,
+    values: DataFrame | None = None,
 ) -> DataFrame:
     """(line, table, row JSON) for every check: one grouped pandas UDF over groups of about
     CHECKS_PER_GROUP checks. ``computed``: the run's own job_vertices and operators
-    (:class:`ComputeRun`)."""
+    (:class:`ComputeRun`); ``values``: saved streams' bytes a second pass hands the checks
+    (:func:`_with_values`)."""
     rows = _check_inputs(checks, savepoints, stream, computed)
+    if values is not None:
+        rows = rows.unionByName(_value_rows(checks, values))
 
     def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
         pdf = pdf.sort_values("line", kind="stable")
@@ -425,8 +455,9 @@ def _check_inputs(
         heads.select(
             F.col("savepoint").alias("_key"),
             F.lit("st").alias("kind"),
-            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")]))
-            .alias("payload"),
+            F.to_json(F.struct(*[c for c in heads.columns if c not in ("savepoint", "metadata_path")])).alias(
+                "payload"
+            ),
         ),
         "_key",
     )
@@ -438,6 +469,17 @@ def _check_inputs(
         .unionByName(st_rows.select(*_IN_COLS))
     )
     return rows
+
+
+def _value_rows(checks: DataFrame, values: DataFrame) -> DataFrame:
+    """(line, "sv", payload) rows: each stream's bytes (base64) for the checks of its savepoint."""
+    cols = ["operator_id", "stream_kind", "subtask", F.base64("data").alias("data"), "truncated"]
+    payload = values.select(F.col("savepoint").alias("savepoint_path"), F.to_json(F.struct(*cols)).alias("payload"))
+    return (
+        checks.select("line", "savepoint_path")
+        .join(payload, "savepoint_path")
+        .select("line", F.lit("sv").alias("kind"), "payload")
+    )
 
 
 def _internal_error_row(kinds: np.ndarray, payloads: np.ndarray, e: Exception) -> tuple[str, str]:

@@ -19,6 +19,7 @@ gives its state rows an ``unreadable_reason``; the other savepoints go on.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import stat
@@ -33,6 +34,7 @@ from pyspark.sql import types as T
 
 from pipeline.session import SetupError, is_local_path, local_frame, local_path
 from pipeline.tables.columns import SAVEPOINT_STATES_COLUMNS, column_type, struct
+from udfs.restore.state_value_reads import MAX_STREAM_BYTES
 from udfs.savepoint.metadata import MetadataError, SavepointMetadata, parse_metadata
 from udfs.savepoint.state_rows import state_rows
 from udfs.savepoint.state_streams import FIRST_CHUNK, StreamHead, head_status, next_length, operator_states
@@ -104,9 +106,14 @@ STREAM_SCHEMA = T.StructType(
         T.StructField("data", T.BinaryType()),  # the head read so far (inline: all of it)
         T.StructField("whole", T.BooleanType()),
         T.StructField("error", T.StringType()),
+        # JSON: where the stream's values are (key-group offsets, operator state partitions)
+        T.StructField("layout", T.StringType()),
     ]
 )
-HEAD_COLUMNS = ["savepoint", "metadata_path", *[f.name for f in STREAM_SCHEMA.fields if f.name != "candidates"]]
+# the stream heads as read, and the place each file was found ("read_from": null for inline bytes)
+HEAD_COLUMNS = [
+    "savepoint", "metadata_path", *[f.name for f in STREAM_SCHEMA.fields if f.name != "candidates"], "read_from",
+]  # fmt: skip
 # A file the handles name: the savepoint, the path as written, where to look, the end its
 # handles need (stream_size), the first operator naming it, the handle type.
 FILE_COLUMNS = ["savepoint", "metadata_path", "source", "candidates", "stream_size", "operator_id", "handle"]
@@ -216,6 +223,7 @@ def _stream_rows(base: dict, meta: SavepointMetadata, path: str) -> list[dict]:
                     "stream_size": ref.size,
                     "data": ref.data if inline else None,
                     "whole": True if inline else None,
+                    "layout": json.dumps(s.layout) if s.layout else None,
                 }
             )
     return rows
@@ -446,7 +454,8 @@ def read_savepoint_tables(
     )
     errors = summaries.where(~F.col("ok")).select(*SAVEPOINT_ERRORS_SCHEMA.fieldNames())
     streams = combined.where(F.col("kind") == "stream").select("savepoint", "metadata_path", *STREAM_SCHEMA.names)
-    heads = _read_heads(streams) if state_heads else streams.select(*HEAD_COLUMNS).limit(0)
+    no_heads = streams.withColumn("read_from", F.lit(None).cast("string")).select(*HEAD_COLUMNS).limit(0)
+    heads = _read_heads(streams) if state_heads else no_heads
     files = combined.where(F.col("kind") == "file").select(*FILE_COLUMNS)
     # Columns and types are those of the schema constants; every column is nullable here (one
     # combined parse), which Delta and the restore check do not mind.
@@ -457,7 +466,8 @@ def _read_heads(streams: DataFrame, first: int = FIRST_CHUNK) -> DataFrame:
     """Every stream's head, as far as its proxy goes: rounds of ranged reads on the executors,
     each round only for the streams whose head fell short (a longer proxy: 4x more bytes) or
     whose file was not found where the ``_metadata`` says (the next candidate location)."""
-    done = streams.where(F.col("source") == "inline").select(*HEAD_COLUMNS)
+    done = streams.where(F.col("source") == "inline").withColumn("read_from", F.lit(None).cast("string"))
+    done = done.select(*HEAD_COLUMNS)
     todo = (
         streams.where(F.col("source") != "inline")
         .withColumn("_want", F.lit(first))
@@ -470,6 +480,7 @@ def _read_heads(streams: DataFrame, first: int = FIRST_CHUNK) -> DataFrame:
         head = _read_head(at, F.col("stream_offset"), F.col("_want"))
         read = (
             todo.withColumn("_h", head)
+            .withColumn("read_from", at)
             .withColumn("data", F.col("_h.data"))
             .withColumn(
                 "whole",
@@ -494,6 +505,25 @@ def _read_heads(streams: DataFrame, first: int = FIRST_CHUNK) -> DataFrame:
     for f in finished[1:]:
         out = out.unionByName(f)
     return out.localCheckpoint(eager=True)
+
+
+def read_value_streams(heads: DataFrame, wanted: DataFrame) -> DataFrame:
+    """The bytes of the state streams a check's state half asked for (``wanted``: savepoint,
+    operator_id, stream_kind: udfs/restore/state_value_reads.py), each stream from its start to
+    its end or MAX_STREAM_BYTES (``truncated`` then), read on the executors where its head was
+    found: (savepoint, operator_id, stream_kind, subtask, data, truncated)."""
+    picked = heads.join(wanted, ["savepoint", "operator_id", "stream_kind"])
+    size = F.col("stream_size")
+    length = F.when(size > 0, F.least(size, F.lit(MAX_STREAM_BYTES))).otherwise(F.lit(MAX_STREAM_BYTES))
+    read = _read_head(F.col("read_from"), F.col("stream_offset"), length)
+    inline = F.col("source") == "inline"
+    data = F.when(inline, F.col("data")).otherwise(read.getField("data"))
+    # cut short: a stream longer than the bound, or one of unknown size that filled it
+    cut = F.when(size > 0, size > MAX_STREAM_BYTES).otherwise(F.length(data) >= MAX_STREAM_BYTES)
+    return picked.select(
+        "savepoint", "operator_id", "stream_kind", "subtask", data.alias("data"),
+        (~inline & F.coalesce(cut, F.lit(False))).alias("truncated"),
+    )  # fmt: skip
 
 
 def _judge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:

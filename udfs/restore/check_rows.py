@@ -17,6 +17,7 @@ at a time, the proofs were half of a fleet's decide (docs/performance.md).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -235,7 +236,31 @@ def _decision_rows(
         out += [("restore_state_problems", json.dumps(problem_row(head, p))) for p in state.problems]
         out += [("restore_fixes", json.dumps(f)) for f in fix_rows(head, state.problems)]
         out += [("restore_warnings", json.dumps(warning_row(head, w))) for w in state.warnings]
+        if "sv" not in items:  # the first pass: the streams whose bytes a second pass reads
+            out += [(VALUE_REQUESTS, json.dumps({**head, "operator_id": r.operator_id, "stream_kind": r.stream_kind}))
+                    for r in state.value_requests]  # fmt: skip
     return out
+
+
+# The pseudo-table of a first pass: (check key, operator_id, stream_kind) whose stream bytes the
+# state half needs (pipeline/restore/check.py reads them and decides those checks again).
+VALUE_REQUESTS = "value_requests"
+
+
+def value_source(rows: list[dict]) -> sr.ValueSource:
+    """The ``sv`` rows a second pass gets (operator_id, stream_kind, subtask, the stream's bytes
+    in base64, whether the reader's bound cut them short) as the state half's :class:`ValueSource`."""
+    streams: dict[tuple[str, str], dict[int, bytes]] = {}
+    cut = set()
+    for r in rows:
+        key = (r["operator_id"], r["stream_kind"])
+        data = r.get("data")
+        if data is None:
+            continue
+        streams.setdefault(key, {})[int(r["subtask"])] = base64.b64decode(data)
+        if r.get("truncated"):
+            cut.add((*key, int(r["subtask"])))
+    return sr.ValueSource(streams, frozenset(cut))
 
 
 def _match_rows(head: dict[str, Any], d: rr.Decision, saved: list[rr.SavedOperator], new: rf.GraphView | None) -> Rows:
@@ -291,12 +316,14 @@ def _state_half(
     nodes = {int(n["node_id"]): {**n, "id": n["node_id"]} for n in items.get("node", [])}
     ops = {o["operator_id"]: o for o in items.get("op", [])}
     order = {v["jobvertex_id"]: int(v.get("vertex_order") or 0) for v in items.get("vx", [])}
+    parallelism = {v["jobvertex_id"]: v.get("parallelism") for v in items.get("vx", [])}
     matched: dict[str, sr.NewOperator] = {}
     for o in d.operators:
         op = ops.get(o.generated_operator_id or "")
         if o.status == rr.MATCHED and op is not None:
             node = nodes.get(int(op["node_id"]), {})
-            matched[o.operator_id] = sr.NewOperator.from_rows(op, node, order.get(op["jobvertex_id"], 0))
+            vx = op["jobvertex_id"]
+            matched[o.operator_id] = sr.NewOperator.from_rows(op, node, order.get(vx, 0), parallelism.get(vx))
     formats = {r.get("format_version") for r in items.get("sp", [])}
     target = check.get("target_flink") or check.get("flink_version")
     ctx = sr.StateContext(
@@ -307,8 +334,9 @@ def _state_half(
         target_line=target,
     )
     decision = sr.decide_states(
-        states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved]
-    )
+        states, matched, ctx, _class_facts(graph), _class_facts(old_graph), [s.operator_id for s in saved],
+        value_source(items["sv"]) if "sv" in items else None,
+    )  # fmt: skip
     _unreadable_streams(decision, states, matched)
     return decision
 

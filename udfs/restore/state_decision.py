@@ -43,7 +43,17 @@ from udfs.restore.state_problems import (
     WalkOrder,
     reported_decision,
 )
-from udfs.restore.state_values import HEAP, OPERATOR, ValuePolicy, ValueRead, kryo_class_changed
+from udfs.restore.state_value_reads import ValueRequest, ValueSource, heap_reads, operator_reads, rocksdb_reads
+from udfs.restore.state_values import (
+    ENTRY_GONE,
+    HEAP,
+    HEAP_READ,
+    OPERATOR,
+    OPERATOR_READ,
+    ValuePolicy,
+    ValueRead,
+    kryo_class_changed,
+)
 from udfs.restore.state_warnings import RestoreWarning
 from udfs.savepoint.serializer_snapshots import SnapshotNode, module_of
 from udfs.savepoint.state_meta import OperatorStateTypes, StateMetaInfo
@@ -75,9 +85,15 @@ class _Collector:
         self.user_code: list[str] = []
         self.warnings: list[RestoreWarning] = []
         self.unchanged: list[str] = []
+        self.requests: list[ValueRequest] = []  # streams whose bytes the decision needs (state_value_reads)
+        self.read_through: set[tuple[str, str]] = set()  # (operator, state): its saved values were read
+        self.partial_reads: dict[str, tuple[StateProblem, str]] = {}  # operator -> its read failure, the race
+        self.register_fails: set[str] = set()  # operators a registration fails in (kept or not)
 
     def add(self, p: StateProblem, order: WalkOrder) -> None:
         p.order = order
+        if order.phase == Phase.REGISTER and p.verdict == Verdict.FAILS:
+            self.register_fails.add(p.operator_id)
         if order.phase == Phase.REGISTER and (p.operator_id, p.state_name) in self.read_failed:
             return
         if p.verdict == Verdict.FAILS and order.phase in (Phase.VALUES, Phase.OP_VALUES) and not p.uncertain:
@@ -92,11 +108,14 @@ def decide_states(
     new_classes: Mapping[str, ClassFacts] | None = None,
     old_classes: Mapping[str, ClassFacts] | None = None,
     saved_order: Sequence[str] | None = None,
+    values: ValueSource | None = None,
 ) -> StateDecision:
     """The state half of one check. ``saved``: decoded operator states by operator ID (file
     order); ``matched``: saved operator ID -> the new operator it restores into (unmatched
     operators' state is the topology half's business); ``new_classes`` / ``old_classes``:
-    facts of the new / old jar's classes by name (absent: taken as unchanged)."""
+    facts of the new / old jar's classes by name (absent: taken as unchanged); ``values``: the
+    bytes of the saved streams, for the states only they decide (:mod:`udfs.restore.state_value_reads`;
+    None: not read, and the decision's ``value_requests`` name the streams it would read)."""
     classes = dict(new_classes or {})
     olds = dict(old_classes or {})
     col = _Collector()
@@ -106,8 +125,12 @@ def decide_states(
         if op is None or new is None:
             continue
         position = OperatorPosition(new.vertex_order, new.jobvertex_id or "", -new.chain_index, file_index)
-        OperatorRestore(op, new, ctx, classes, olds, col, position).run()
+        OperatorRestore(op, new, ctx, classes, olds, col, position, values).run()
+    for op_id, (problem, race) in col.partial_reads.items():
+        if op_id in col.register_fails:
+            problem.uncertain.setdefault("reported", race)
     decision = reported_decision(col.items)
+    decision.value_requests = list(dict.fromkeys(col.requests))
     decision.depends_on_user_code = col.user_code
     decision.warnings = col.warnings
     decision.taken_as_unchanged = list(dict.fromkeys(col.unchanged))
@@ -140,6 +163,7 @@ class OperatorRestore:
     olds: dict[str, ClassFacts]
     col: _Collector
     position: OperatorPosition
+    values: ValueSource | None = None
 
     def __post_init__(self) -> None:
         self.backend, self.fmt = _backend_of(self.op, self.ctx)
@@ -328,10 +352,11 @@ class OperatorRestore:
         state is requested; RocksDB reads none."""
         if self.backend == "rocksdb":
             return
+        policy = HEAP_READ if heap_reads(self, -1) else HEAP
         for idx, name, info, kind in self.keyed_states():
             ser = info.serializers.get("VALUE_SERIALIZER")
             if ser is not None and kind not in _TIMERS:
-                self.read_back(HEAP, idx, ser, "value", {"state_name": name, "backend": "keyed", "state_kind": kind})
+                self.read_back(policy, idx, ser, "value", {"state_name": name, "backend": "keyed", "state_kind": kind})
 
     def operator_backend(self) -> None:
         """OperatorBackendSerializationProxy.read (module classes, removed enum constants), then
@@ -342,8 +367,11 @@ class OperatorRestore:
                     return
                 self.enum_removed(Phase.OP_READ, idx, name, _role(role), ser, backend=bk, state_kind=kind)
             where = {"state_name": name, "backend": bk, "state_kind": kind}
+            if any(self.read_back(ENTRY_GONE, idx, ser, _role(role), where) for role, ser in info.serializers.items()):
+                continue
+            policy = OPERATOR_READ if operator_reads(self, idx, name, where) else OPERATOR
             for role, ser in info.serializers.items():
-                if self.read_back(OPERATOR, idx, ser, _role(role), where):
+                if self.read_back(policy, idx, ser, _role(role), where):
                     break
 
     # -- user code requests the states ---------------------------------------------------------
@@ -431,6 +459,9 @@ class OperatorRestore:
             return
         for role, ser in info.serializers.items():
             found = kryo.written_by_kryo2(ser, _role(role), self.classes)
+            keyed_rocksdb = self.backend == "rocksdb" and where.get("backend") == "keyed"
+            if found is not None and keyed_rocksdb and rocksdb_reads(self, idx, where["state_name"], where):
+                return  # the saved values decided (state_value_reads)
             if found is not None:
                 kw = {"cause": Cause.KRYO2_VALUES_ON_KRYO5, "field_path": found[0], **where}
                 self.undecidable(Phase.REGISTER, idx, Failure.KRYO2_VALUES_ON_KRYO5, found[1],

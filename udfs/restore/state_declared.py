@@ -34,6 +34,7 @@ from udfs.restore.declared import ASSIGNMENT_MODES, OPERATOR_KINDS, Declarations
 from udfs.restore.families import avro, composite, kryo
 from udfs.restore.families.base import Compat, CompatResult
 from udfs.restore.state_kinds import Basis, Cause, ErrorClass, Failure, Phase, Stage
+from udfs.restore.state_value_reads import rocksdb_reads
 from udfs.restore.state_warnings import Loss, RestoreWarning
 from udfs.savepoint.serializer_snapshots import SnapshotNode
 from udfs.savepoint.state_meta import StateMetaInfo
@@ -328,6 +329,8 @@ class DeclaredRegistration:
         open_: dict[str, str] = {"failure_stage": "RocksDB reads a value when user code first reads the state: "
                                  "task_running while processing records"}  # fmt: skip
         certain = change.tail_only and s.kind != "LIST"
+        if not certain and rocksdb_reads(r, s.idx, s.name, s.where):
+            return  # the saved values decided (state_value_reads)
         if not certain:
             open_.update(dict.fromkeys(("verdict", "message"), kryo.KRYO_VALUES_MISREAD.format(change=change.text)))
         major = r.ctx.target_major or 1
@@ -341,7 +344,8 @@ class DeclaredRegistration:
         """POJO, Avro and Kryo fields the saved values have and the new type drops."""
         if new is None or s.value is None:
             return
-        for w in field_losses(s.value, new, self.restore, s.backend, s.kind):
+        read = (self.restore.op.operator_id, s.name) in self.restore.col.read_through
+        for w in field_losses(s.value, new, self.restore, s.backend, s.kind, read):
             w.state_name, w.backend, w.state_kind = s.name, s.backend, s.kind
             self.restore.col.warnings.append(w)
 
@@ -379,9 +383,11 @@ def _same_state(entry: DeclaredState, s: _Saved) -> bool:
         CompatResult.AS_IS, CompatResult.RECONFIGURED)  # fmt: skip
 
 
-def field_losses(old: SnapshotNode, new: SnapshotNode, r: OperatorRestore, backend: str, kind: str
-                 ) -> Iterator[RestoreWarning]:  # fmt: skip
-    """The fields of the saved values the new type drops, walking both trees by path."""
+def field_losses(old: SnapshotNode, new: SnapshotNode, r: OperatorRestore, backend: str, kind: str,
+                 read: bool = False) -> Iterator[RestoreWarning]:  # fmt: skip
+    """The fields of the saved values the new type drops, walking both trees by path. ``read``:
+    the saved values were read through (:mod:`udfs.restore.state_value_reads`): a Kryo class's
+    removed fields are then lost in every value, wherever they were."""
     news = dict(node_paths(new, "value"))
     for path, o in node_paths(old, "value"):
         n = news.get(path)
@@ -394,9 +400,9 @@ def field_losses(old: SnapshotNode, new: SnapshotNode, r: OperatorRestore, backe
                 yield RestoreWarning(r.op.operator_id, "", Loss.AVRO_FIELD_REMOVED,
                                      f"field '{f}' of the saved Avro records is not in the new schema: dropped",
                                      field_path=f"{path}.{f}", basis=[*_DECLARED])  # fmt: skip
-        elif o.is_kryo and backend == "keyed" and r.backend == "rocksdb" and kind != "LIST":
+        elif o.is_kryo and (read or (backend == "keyed" and r.backend == "rocksdb" and kind != "LIST")):
             change = kryo.kryo_change(o, r.classes, r.olds, path)
-            if change is not None and change.tail_only and change.removed and not change.added:
+            if change is not None and change.removed and (read or (change.tail_only and not change.added)):
                 for f in change.removed:
                     yield RestoreWarning(r.op.operator_id, "", Loss.KRYO_FIELD_REMOVED,
                                          f"field '{f}' of {change.type_class} is gone from the class: Kryo leaves its "

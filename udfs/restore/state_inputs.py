@@ -104,9 +104,12 @@ class NewOperator:
     key_type: str | None = None  # the spec's readable key type, when given
     key_serializer_error: str | None = None  # the spec field was there but did not decode
     declared: Declarations | None = None
+    parallelism: int | None = None  # its job vertex's: how many tasks restore it (None: as saved)
 
     @staticmethod
-    def from_rows(operator: Mapping[str, Any], node: Mapping[str, Any], vertex_order: int = 0) -> NewOperator:
+    def from_rows(
+        operator: Mapping[str, Any], node: Mapping[str, Any], vertex_order: int = 0, parallelism: int | None = None
+    ) -> NewOperator:
         """From the pipeline's ``operators`` row and the spec node (``state_key_serializer_snapshot``
         decoded here; a field that does not decode is kept as ``key_serializer_error``)."""
         key, error = None, None
@@ -128,6 +131,7 @@ class NewOperator:
             key_type=node.get("state_key_type"),
             key_serializer_error=error,
             declared=declarations_from_spec(node.get(DECLARED_STATES_FIELD)),
+            parallelism=parallelism,
         )
 
 

@@ -118,6 +118,7 @@ class StateDecision:
     depends_on_user_code: list[str] = field(default_factory=list)
     taken_as_unchanged: list[str] = field(default_factory=list)
     warnings: list[Any] = field(default_factory=list)  # silent losses (state_warnings.RestoreWarning)
+    value_requests: list[Any] = field(default_factory=list)  # streams whose bytes would decide (ValueRequest)
 
     @property
     def reported(self) -> StateProblem | None:

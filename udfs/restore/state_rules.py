@@ -47,6 +47,7 @@ from udfs.restore.state_inputs import (
 )
 from udfs.restore.state_kinds import Cause, Failure, Stage, Verdict
 from udfs.restore.state_problems import ASSUME_DECLARED, StateDecision, StateProblem
+from udfs.restore.state_value_reads import ValueRequest, ValueSource
 from udfs.savepoint.type_names import ENUM, LIST, MAP, NULLABLE
 
 __all__ = [
@@ -63,6 +64,8 @@ __all__ = [
     "Stage",
     "Verdict",
     "decide_states",
+    "ValueSource",
+    "ValueRequest",
     "savepoint_major",
     "line_major",
     "backend_family",

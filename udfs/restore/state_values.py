@@ -26,7 +26,17 @@ from udfs.savepoint.state_rows import node_paths
 if TYPE_CHECKING:
     from udfs.restore.state_decision import OperatorRestore
 
-__all__ = ["ValueRead", "ValueCheck", "ValuePolicy", "HEAP", "OPERATOR", "kryo_class_changed"]
+__all__ = [
+    "ValueRead",
+    "ValueCheck",
+    "ValuePolicy",
+    "HEAP",
+    "HEAP_READ",
+    "OPERATOR",
+    "OPERATOR_READ",
+    "ENTRY_GONE",
+    "kryo_class_changed",
+]
 
 _HEAP_ONLY = "restoring backend not known: a heap backend fails reading the values back, RocksDB at registration"
 
@@ -227,18 +237,15 @@ HEAP = ValuePolicy(
     misread_uncertain=kryo.POJO_READ_BACK,
     backend_unknown_open=True,
 )
-# The operator backend always reads its values, after restoring each Kryo snapshot.
+# ... once the saved values were read (state_value_reads): what those reads do not model
+HEAP_READ = ValuePolicy(Phase.VALUES, (no_longer_a_pojo,), True, kryo.POJO_READ_BACK, True)
+# The operator backend restores each Kryo snapshot (ENTRY_GONE), then reads its values.
+ENTRY_GONE = ValuePolicy(Phase.OP_VALUES, (value_entry_gone,), False, None, False)
 OPERATOR = ValuePolicy(
     Phase.OP_VALUES,
-    (
-        value_entry_gone,
-        field_set,
-        collection_field_misread,
-        operator_stream_misread,
-        value_kryo_class_changed,
-        operator_pojo_rebuilt,
-    ),
+    (field_set, collection_field_misread, operator_stream_misread, value_kryo_class_changed, operator_pojo_rebuilt),
     misread_needs_backend=False,
     misread_uncertain=None,
     backend_unknown_open=False,
 )
+OPERATOR_READ = ValuePolicy(Phase.OP_VALUES, (operator_pojo_rebuilt,), False, None, False)
