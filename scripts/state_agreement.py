@@ -41,6 +41,12 @@ not applicable where Flink did not restore or nothing was probed.
 Writes ``<out-dir>/agreement-<set>.txt`` per set (the table, then every disagreement, every
 listed-apart case with its reason, and every not-decidable case with the row's reason) and prints
 the tables. Exit code 0 when nothing disagrees.
+
+Cases replayed on real Flink (``conformance/statetypes/replays``, scripts/statetypes_replay.py: the
+case's v2 restored again from its archived snapshot, several times) carry what the replays showed:
+``stable`` (Flink gave the recorded outcome every time) or ``NOT STABLE`` (another outcome in some
+run: a race or the JVM's history, where Flink itself is not deterministic); the file lists them
+with the check's judgement.
 """
 
 from __future__ import annotations
@@ -272,7 +278,8 @@ def counts(judged: list[Judged]) -> dict[str, dict[str, int]]:
 
 def table(name: str, judged: list[Judged], unchanged: int) -> str:
     """The agreement table of one set, then the disagreements, the listed-apart cases and the not
-    decidable cases."""
+    decidable cases (and the replayed ones, :func:`replay_stability`)."""
+    replays = replay_stability()
     n = len(judged)
     apart = [j for j in judged if j.apart]
     m = n - len(apart)
@@ -342,8 +349,48 @@ def table(name: str, judged: list[Judged], unchanged: int) -> str:
             what = "all five" if len(which) == len(ASPECTS) else ", ".join(which)
             why = "; ".join(_short(r, 160) for r in j.reasons) or "decidable = false"
             flink = f"{j.flink['verdict']} {j.flink['failure'] or ''}".strip()
-            lines.append(f"- {j.case_id} ({what}; Flink: {flink}; {j.changed}): {why}")
+            replayed = f" [replays: {replays[j.case_id]}]" if j.case_id in replays else ""
+            lines.append(f"- {j.case_id} ({what}; Flink: {flink}; {j.changed}){replayed}: {why}")
+    lines += _replayed(judged, replays)
     return "\n".join(lines) + "\n"
+
+
+REPLAYS = ROOT / "conformance" / "statetypes" / "replays"
+
+
+def replay_stability(folder: Path = REPLAYS) -> dict[str, str]:
+    """Case ID -> ``stable over N runs`` / ``NOT STABLE over N runs``, from the replays' reports
+    (``replays-*.txt``, what scripts/statetypes_replay.py prints)."""
+    out: dict[str, str] = {}
+    for f in sorted(folder.glob("replays-*.txt")):
+        case = None
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("st-"):
+                case = line.split()[0]
+            elif case and "over" in line and ("stable" in line or "STABLE" in line):
+                out[case] = line.strip()
+                case = None
+    return out
+
+
+def _replayed(judged: list[Judged], replays: dict[str, str]) -> list[str]:
+    """The replayed cases of the set: what Flink did run after run, and the check's judgement."""
+    mine = [j for j in judged if j.case_id in replays]
+    if not mine:
+        return []
+    lines = [
+        "",
+        "Replayed on real Flink (conformance/statetypes/replays: v2 restored again from the case's archived "
+        "snapshot; NOT STABLE: Flink itself reported another outcome in some run, a race between tasks or "
+        "subtasks or the JVM's history, which the check leaves open rather than pick one):",
+    ]
+    for j in mine:
+        which = [a for a in ASPECTS if j.aspects[a] == NOT_DECIDABLE]
+        judged_as = f"not decidable on {', '.join(which)}" if which else "all five agree"
+        race = [r for r in j.reasons if "fails first" in r or "fail differently" in r]
+        flagged = "; the row marks the reported failure a race" if race and not which else ""
+        lines.append(f"- {j.case_id}: {replays[j.case_id]}; check-restore: {judged_as}{flagged}")
+    return lines
 
 
 SUMMARY_HEAD = (
