@@ -152,28 +152,27 @@ def read_string_value(inp: DataInput) -> str | None:
     n = inp.read_ubyte()
     if n == 0:
         return None
-    if n >= 0x80:
-        n, shift = n & 0x7F, 7
-        while (curr := inp.read_ubyte()) >= 0x80:
-            n = int32(n | shl32(curr & 0x7F, shift))
-            shift += 7
-        n = int32(n | shl32(curr, shift))
-    n = int32(n - 1)
+    n = int32(_varint_rest(inp, n) - 1)
     if n > MAX_ALLOCATION:
         raise Undecidable(f"a String of {n} characters read from misaligned bytes: allocation depends on the heap")
     if n < 0:
         raise JavaError("java.lang.StringIndexOutOfBoundsException", f"offset 0, count {n}, length {_SHORT_STRING}")
     chars = []
     for _ in range(n):
-        c = inp.read_ubyte()
-        if c >= 0x80:
-            c, shift = c & 0x7F, 7
-            while (curr := inp.read_ubyte()) >= 0x80:
-                c = int32(c | shl32(curr & 0x7F, shift))
-                shift += 7
-            c = int32(c | shl32(curr, shift))
-        chars.append(chr(c & 0xFFFF))
+        chars.append(chr(_varint_rest(inp, inp.read_ubyte()) & 0xFFFF))
     return "".join(chars)
+
+
+def _varint_rest(inp: DataInput, first: int) -> int:
+    """StringValue's variable-length int whose first byte is read: 7 bits a byte, high bit set
+    while more follow, in Java's int arithmetic."""
+    if first < 0x80:
+        return first
+    n, shift = first & 0x7F, 7
+    while (curr := inp.read_ubyte()) >= 0x80:
+        n = int32(n | shl32(curr & 0x7F, shift))
+        shift += 7
+    return int32(n | shl32(curr, shift))
 
 
 def _byte_array(inp: DataInput) -> bytes:
