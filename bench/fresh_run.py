@@ -62,10 +62,11 @@ def _stats() -> dict[int, list[str]]:
     return out
 
 
-def _tree_cpu(root: int, seen: dict[int, float]) -> None:
-    """The CPU seconds (user + system, with reaped children's) of ``root`` and every descendant,
-    the last value seen per pid: the JVM and its Python workers are not reaped by the driver
-    before its exit, so rusage alone would miss them."""
+def tree_cpu(root: int, seen: dict[int, float], reaped_children: bool = True) -> None:
+    """The CPU seconds (user + system, with reaped children's unless ``reaped_children`` is
+    False) of ``root`` and every descendant, the last value seen per pid: the JVM and its Python
+    workers are not reaped by the driver before its exit, so rusage alone would miss them."""
+    fields = slice(11, 15) if reaped_children else slice(11, 13)
     stats = _stats()
     children: dict[int, list[int]] = {}
     for pid, st in stats.items():
@@ -75,7 +76,7 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
         pid = stack.pop()
         if pid in stats:
             st = stats[pid]
-            seen[pid] = sum(int(x) for x in st[11:15]) / TICK
+            seen[pid] = sum(int(x) for x in st[fields]) / TICK
         stack.extend(children.get(pid, []))
 
 
@@ -127,7 +128,7 @@ def run(
 
     def sample() -> float:
         with lock:
-            _tree_cpu(proc.pid, seen)
+            tree_cpu(proc.pid, seen)
             return sum(seen.values())
 
     lines: list[tuple[float, float, str]] = []

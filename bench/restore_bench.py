@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.fresh_run import tree_cpu  # noqa: E402
 from devtools.restore_cases import read_cases, read_metadata_tar, write_case_fleet  # noqa: E402
 
 CASE_SETS = [
@@ -39,7 +40,6 @@ CASE_SETS = [
     *sorted((ROOT / "tests" / "golden" / "restore").glob("savepoint-*.jsonl.gz")),
     *sorted((ROOT.parent / "shared" / "vectors" / "restore").glob("savepoint-*.jsonl.gz")),
 ]
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _cases(n_cases: int) -> tuple[list[dict], dict[str, bytes]]:
@@ -55,28 +55,6 @@ def _cases(n_cases: int) -> tuple[list[dict], dict[str, bytes]]:
     return cases[:n_cases], metadata
 
 
-def _stat(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def _tree_cpu(root: int, seen: dict[int, float]) -> None:
-    """Record the CPU seconds (user + system) of root and every descendant, the last value per pid."""
-    stats = {int(e): st for e in os.listdir("/proc") if e.isdigit() and (st := _stat(int(e))) is not None}
-    children: dict[int, list[int]] = {}
-    for pid, st in stats.items():
-        children.setdefault(int(st[1]), []).append(pid)
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        if pid in stats:
-            seen[pid] = (int(stats[pid][11]) + int(stats[pid][12])) / TICK
-        stack.extend(children.get(pid, []))
-
-
 def run_timed(
     cmd: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None
 ) -> tuple[subprocess.Popen, float, float, str]:
@@ -86,7 +64,7 @@ def run_timed(
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     while True:  # wait() returns at the exit itself: the wall is not rounded up to a sample
-        _tree_cpu(proc.pid, seen)
+        tree_cpu(proc.pid, seen, reaped_children=False)
         try:
             proc.wait(timeout=0.5)
             break
