@@ -28,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fresh_run import tree_cpu  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 
@@ -57,36 +60,13 @@ def write(out: Path, lines: list[str], files: int) -> None:
             fh.writelines(line + "\n" for line in lines[i::files])
 
 
-def _tree_cpu(root: int, seen: dict[int, float]) -> None:
-    """CPU seconds (user+system) of ``root`` and every descendant, the largest value seen
-    per process: the JVM and its Python workers are not reaped by the CLI, so
-    ``/usr/bin/time`` (rusage of waited-for children) misses them."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-        cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tick
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        seen[pid] = max(seen.get(pid, 0.0), cpu.get(pid, 0.0))
-        stack.extend(children.get(pid, []))
-
-
 def time_compute(cmd: list[str]) -> dict:
     """Wall seconds and process-tree CPU seconds of one command (polled every 0.5 s)."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[int, float] = {}
     while p.poll() is None:
-        _tree_cpu(p.pid, seen)
+        tree_cpu(p.pid, seen, reaped_children=False)
         time.sleep(0.5)
     out, err = p.communicate()
     if p.returncode:
