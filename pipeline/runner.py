@@ -25,12 +25,20 @@ def run_command(
     command: str,
     body: Callable[[Any, Settings, Progress], R],
     errors: tuple[type[Exception], ...] = (),
+    java_options: Callable[[Settings], str] | None = None,
 ) -> tuple[R | None, int]:
     """(``body(spark, settings, progress)``'s result, 0), or (None, 2) after one line on stderr
-    when the run cannot start or ``body`` raises one of ``errors`` (a user's mistake, not a bug)."""
+    when the run cannot start or ``body`` raises one of ``errors`` (a user's mistake, not a bug).
+    ``java_options``: JVM options the command adds to ``spark.driver_java_options`` for this
+    run, given its settings (a session the pipeline starts itself; spark-submit's keeps its own)."""
     try:
         settings = load_settings(overrides(args.set))
-        spark = get_spark(settings)
+        extra = java_options(settings).strip() if java_options else ""
+        if extra:
+            both = f"{settings.spark.driver_java_options} {extra}".strip()
+            spark = get_spark(settings.with_overrides({"spark.driver_java_options": both}))
+        else:
+            spark = get_spark(settings)
         progress = Progress(not args.quiet)
         result = catalog.with_registration(
             spark,

@@ -47,6 +47,10 @@ class SparkSettings:
     # added to them for one job's deploy gate (check-restore --savepoint): a run of seconds, where
     # C2's compile time is never won back (docs/settings.md)
     one_job_java_options: str = "-XX:TieredStopAtLevel=1"
+    # added to them for a night: a compute run whose output already holds graph_fingerprints
+    # (without --full), which keeps most graphs' rows and ends in seconds on a cold JVM, where
+    # C2's compile time is not won back either (docs/settings.md)
+    night_java_options: str = "-XX:TieredStopAtLevel=1"
     # Spark SQL confs set for one job's deploy gate, as (name, value) pairs: whole-stage code
     # generation off, whose compiles a cold JVM never wins back on a few rows (docs/settings.md)
     one_job_spark_conf: tuple[tuple[str, Any], ...] = ()

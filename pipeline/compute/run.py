@@ -42,7 +42,11 @@ EDGES_PER_PARTITION = 100_000
 # An incremental run over at most this share of the output's keys rewrites them without
 # comparing their rows with the table's first (delta_writer.TableWrite.compare).
 COMPARE_ABOVE_SHARE = 0.1
-PER_OPERATOR_TABLES = ("operators", "job_vertices", "job_edges")
+# The tables whose rows such a run replaces without that compare: the per-operator tables,
+# whose compare scans every row, and graph_fingerprints, where a recomputed graph's row differs
+# by what made the run recompute it (graph_errors keeps it: a graph rejected again is rejected
+# alike, and its few rows cost little to compare).
+UNCOMPARED_TABLES = ("operators", "job_vertices", "job_edges", fingerprints.TABLE)
 
 
 def compares_rows(run_keys: int, known_keys: int) -> bool:
@@ -245,8 +249,9 @@ def compute_run(
     tables, fingerprint_ids = _tables(spark, list(kept.values()), graph_fps, skip, counts, run_ids, held)
     compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
     _write_and_count(
-        spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids
-    )
+        spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids,
+        skip.rules_version if skip is not None else None,
+    )  # fmt: skip
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
     return ComputeRun(summary, _stream(keep_stream, ingested, rows, errors), kept)
@@ -547,6 +552,7 @@ def _write_and_count(
     table_settings: TableSettings | None = None,
     compare: bool = True,
     fingerprint_ids: DataFrame | None = None,
+    rules_version: str | None = None,
 ) -> None:
     """The last step: the tables to Delta (operators, job_vertices, job_edges, graph_errors,
     and graph_fingerprints when given), each replaced in one commit, then the run published in
@@ -556,7 +562,7 @@ def _write_and_count(
     job_vertices and job_edges are already set. ``output`` None: counted, not written."""
     written = [
         delta_sink.TableWrite(
-            name, rows, key_count=(graph_counts or {}).get(name), compare=compare or name not in PER_OPERATOR_TABLES,
+            name, rows, key_count=(graph_counts or {}).get(name), compare=compare or name not in UNCOMPARED_TABLES,
             ids=fingerprint_ids if name == fingerprints.TABLE else None,
         )  # fmt: skip
         for name, rows in zip(COMMAND_TABLES["compute"], tables, strict=False)
@@ -574,7 +580,7 @@ def _write_and_count(
     def write() -> None:
         delta_sink.write_run(
             spark, output, written, run_ids, say=progress.say, deletion_vectors=ts.deletion_vectors, counts=counts,
-            replace_where_max_keys=ts.replace_where_max_keys,
+            replace_where_max_keys=ts.replace_where_max_keys, rules_version=rules_version,
         )  # fmt: skip
 
     if output is not None:

@@ -149,6 +149,7 @@ def write_run(
     deletion_vectors: bool = True,
     counts: Mapping[str, int] | None = None,
     replace_where_max_keys: int = REPLACE_WHERE_MAX_KEYS,
+    rules_version: str | None = None,
 ) -> RunCommit:
     """Replace the run's keys in every table (from threads: each write has driver-side
     phases during which the others keep the cores busy), then publish the run.
@@ -160,7 +161,9 @@ def write_run(
     then records it without a scan of its rows to count them. ``deletion_vectors``: whether a
     table this run creates has them (settings ``tables.deletion_vectors``). ``counts``: what the
     run did, by name (compute: graphs skipped as unchanged, recomputed, new, rejected), kept in
-    its ``runs`` row. ``replace_where_max_keys``: settings ``tables.replace_where_max_keys``."""
+    its ``runs`` row. ``replace_where_max_keys``: settings ``tables.replace_where_max_keys``.
+    ``rules_version``: the rules the run computed under, kept in its publish's record
+    (:func:`pipeline.tables.published.published_rules_version`)."""
     writes = [
         w if isinstance(w, TableWrite) else TableWrite(w[0], w[1], key_count=(graph_counts or {}).get(w[0]))
         for w in tables
@@ -180,7 +183,7 @@ def write_run(
             for w in writes:
                 commit.tables[w.name] = futures[w.name].result()  # re-raises the first failure; nothing is published
                 _say_table(say, w, commit.tables[w.name])
-        _publish(spark, output, commit, ids, counts)
+        _publish(spark, output, commit, ids, counts, rules_version)
         if say:
             say("delta write: run published")
     finally:
@@ -284,19 +287,45 @@ def _replace_once(
         # it), whatever other runs committed since.
         return 0, graph_count if graph_count is not None else rows.select(key).distinct().count()
 
+    if not compare:
+        # every key of the run is replaced: the rows of those that now have none deleted. The
+        # columns come from the log; neither the table nor a DeltaTable is loaded (each costs
+        # a snapshot's reconstruction, a Spark job on a cold JVM), as the overwrite below and
+        # _merge's own DeltaTable see the table's newest version anyway.
+        columns = list(delta_log.table_state(spark, path).columns)
+        rows = rows.select(*columns)
+        changed = run_ids.select(F.col(run_ids.columns[0]).alias(key)).distinct().localCheckpoint(eager=True)
+        return _replace_keys(spark, path, rows, changed, columns, key, tag, replace_where_max_keys, None)
     table = DeltaTable.forPath(spark, path)  # the MERGE's snapshot: taken before the version the compare reads
     read_version = _latest_version(spark, path)
-    current = spark.read.format("delta").option("versionAsOf", read_version).load(path)
+    current = delta_log.read_at(spark, path, read_version)  # over the files its checksum lists
     columns = current.columns
     rows = rows.select(*columns)
-    if compare:
-        changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
-    else:  # every key of the run is replaced: the rows of those that now have none deleted
-        changed = run_ids.select(F.col(run_ids.columns[0]).alias(key)).distinct().localCheckpoint(eager=True)
+    changed = _changed_graphs(rows, current, run_ids, key).localCheckpoint(eager=True)
+    compared = (table, current, read_version)
+    return _replace_keys(spark, path, rows, changed, columns, key, tag, replace_where_max_keys, compared)
+
+
+def _replace_keys(
+    spark: SparkSession,
+    path: str,
+    rows: DataFrame,
+    changed: DataFrame,
+    columns: list[str],
+    key: str,
+    tag: str | None,
+    replace_where_max_keys: int,
+    compared: tuple[DeltaTable, DataFrame, int] | None,
+) -> tuple[int, int]:
+    """The ``changed`` keys' rows replaced in one commit: an overwrite with ``replaceWhere`` for
+    a few, else a MERGE. ``compared``: the DeltaTable, table and version the compare read (the
+    MERGE keeps that snapshot, so that a commit after the compare's read conflicts with it)."""
     # one Spark job for a few keys (the nightly case), not a count and then a collect
     head = changed.limit(replace_where_max_keys + 1).collect()
     if not head:
-        return read_version, 0  # this version already holds the run's rows for its keys
+        # the version the compare read already holds the run's rows for its keys (without a
+        # compare, the run has no keys)
+        return (compared[2] if compared else _latest_version(spark, path)), 0
     if len(head) <= replace_where_max_keys:
         keys = sorted(r[0] for r in head)
         (
@@ -310,6 +339,10 @@ def _replace_once(
         )
         return _committed(spark, path, tag, len(keys))
     n_changed = changed.count()
+    if compared is None:
+        current = spark.read.format("delta").load(path)
+        compared = (DeltaTable.forPath(spark, path), current, -1)
+    table, current, _ = compared
     _merge(table, rows, changed, dict(current.dtypes), columns, key)
     return _committed(spark, path, tag, n_changed)
 
@@ -441,13 +474,14 @@ def _publish(
     commit: RunCommit,
     graph_ids: Sequence[str],
     counts: Mapping[str, int] | None = None,
+    rules_version: str | None = None,
 ) -> None:
     """Append the run's row to ``runs``: the run is finished in every table. A blind append,
     so concurrent runs' publishes do not conflict (only two first creations can). Its commit's
     userMetadata is the run's tag and the published view it leaves (published.view_record),
     so that the next run reads that view from the log instead of this table's rows."""
     versions = {t: c.version for t, c in commit.tables.items()}
-    publishing = PublishingRun(commit.run_id, graphs_digest(graph_ids), versions)
+    publishing = PublishingRun(commit.run_id, graphs_digest(graph_ids), versions, rules_version)
     row = [
         (
             commit.run_id,

@@ -27,8 +27,12 @@ complete in all tables or absent from all of them.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -64,6 +68,7 @@ class PublishingRun:
     run_id: str
     digest: str
     versions: dict[str, int]
+    rules_version: str | None = None  # compute's: the rules its rows were computed under
 
 
 def published_versions(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, int | None]:
@@ -177,6 +182,8 @@ def view_record(spark: SparkSession, output: str, run: PublishingRun) -> str:
     if cut is not None:
         view = {t: [v, states[t].table_id] for t, v in cut.items() if v is not None and states[t] is not None}
         record = {"runs_seen": runs_seen, "view": view}
+    if run.rules_version is not None:
+        record["rules_version"] = run.rules_version
     return f"{RUN_TAG_PREFIX}{run.run_id}\n{json.dumps(record, sort_keys=True)}"
 
 
@@ -265,3 +272,30 @@ def _prefix_end(commits: list[tuple[int, str | None]], keep: set[str]) -> int | 
             break
         end = v
     return end
+
+
+_COMMIT_JSON = re.compile(r"^\d{20}\.json$")
+
+
+def published_rules_version(output: str) -> str | None:
+    """The rules version the newest publish of a local ``output`` recorded (compute's; None
+    when it recorded none, or the output is elsewhere), read from the newest commit file of its
+    ``runs`` log with ``json`` alone: asked before a JVM exists, it only chooses the JVM's
+    options for a night (pipeline/compute/command.py), never what a run reads or writes, so a
+    commit this misses (not yet in the folder) costs time at most."""
+    parsed = urlparse(output)
+    if parsed.scheme not in ("", "file"):
+        return None
+    log = Path(parsed.path if parsed.scheme else output) / RUNS_TABLE / "_delta_log"
+    try:
+        newest = max((e.name for e in os.scandir(log) if _COMMIT_JSON.match(e.name)), default=None)
+        if newest is None:
+            return None
+        with open(log / newest, encoding="utf-8") as f:
+            info = next((a["commitInfo"] for a in map(json.loads, f) if "commitInfo" in a), {})
+        metadata = info.get("userMetadata") or ""
+        body = json.loads(metadata.split("\n", 1)[1]) if run_of(metadata) and "\n" in metadata else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    version = body.get("rules_version") if isinstance(body, dict) else None
+    return version if isinstance(version, str) else None
