@@ -52,3 +52,22 @@ def run_command(
     except (SetupError, ValueError, *errors) as e:
         return None, fail(e)
     return result, 0
+
+
+def night_java_options(output: str, full: bool, rules: Callable[[Settings], str]) -> Callable[[Settings], str]:
+    """The JVM options a run adds for a night (``spark.night_java_options``): when its output's
+    newest publish recorded the rules this run has (``rules(settings)``: compute's rules
+    version, or check-restore's), so that it keeps most of the output's rows and ends in
+    seconds on a cold JVM, where C2's compile time is not won back. A run whose rules changed
+    (a new release) computes everything again, as a first run does, and keeps the JVM of one.
+    Asked before the JVM starts (:func:`pipeline.tables.published.published_rules_version`):
+    a local output only; a wrong guess costs time, never a row."""
+
+    def options(settings: Settings) -> str:
+        from pipeline.tables.published import published_rules_version
+
+        if full or published_rules_version(output) != rules(settings):
+            return ""
+        return settings.spark.night_java_options
+
+    return options

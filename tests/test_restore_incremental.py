@@ -23,7 +23,9 @@ from devtools import restore_cases as rc
 from pipeline.compute.run import Progress
 from pipeline.restore import incremental
 from pipeline.restore.check import check_restore
+from pipeline.runner import night_java_options
 from pipeline.tables import delta_writer
+from pipeline.tables.published import published_rules_version
 
 VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "vectors" / "restore" / "savepoint-2.3-s11"
 TABLES = ("restore_checks", "restore_operator_matches", "restore_fixes", "restore_state_problems",
@@ -56,6 +58,12 @@ def test_unchanged_checks_are_not_decided_again_and_the_tables_are_a_full_runs(s
     first = check_restore(spark, graphs, checks, out, settings, QUIET)
     assert (first.checks, first.checks_unchanged) == (8, 0)
     before = _snapshot(spark, out)
+    # its publish (the newest, after compute's of the graphs) names the restore rules it decided
+    # under: the next check-restore process is a night (its JVM: spark.night_java_options)
+    rules = lambda s: incremental.restore_rules_version(s, True)  # noqa: E731 - the default, proofs on
+    assert published_rules_version(out) == rules(settings)
+    assert night_java_options(out, False, rules)(settings) == settings.spark.night_java_options
+    assert night_java_options(out, False, lambda s: incremental.restore_rules_version(s, False))(settings) == ""
 
     # the same input again: nothing decided, nothing rewritten
     again = check_restore(spark, graphs, checks, out, settings, QUIET)

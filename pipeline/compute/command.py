@@ -8,13 +8,8 @@ or complete (missing input, no spec files, jars not installed, a bad option).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from pipeline.options import add_run_options, write_summary
-
-if TYPE_CHECKING:
-    from pipeline.settings import Settings
 
 HELP = {
     "ingest": "spec JSON -> Delta stream_graphs / stream_nodes / stream_edges",
@@ -40,36 +35,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         c.set_defaults(run=run)
 
 
-def night_java_options(output: str, full: bool) -> Callable[[Settings], str]:
-    """The JVM options a compute run adds for a night (``spark.night_java_options``): when its
-    output's newest publish computed under the rules this run has (a night keeps most graphs'
-    rows and ends in seconds on a cold JVM). A run whose rules changed recomputes every graph,
-    as a first run does, and keeps the JVM of one. Asked before the JVM starts
-    (:func:`pipeline.tables.published.published_rules_version`): a local output only."""
-
-    def options(settings: Settings) -> str:
-        from pipeline.compute.fingerprints import rules_version
-        from pipeline.tables.published import published_rules_version
-
-        if full or published_rules_version(output) != rules_version(settings):
-            return ""
-        return settings.spark.night_java_options
-
-    return options
-
-
 def run(args: argparse.Namespace) -> int:
     # Imported here so that --help answers without starting a JVM.
+    from pipeline.compute.fingerprints import rules_version as compute_rules
     from pipeline.compute.read import InputError
     from pipeline.compute.run import compute, ingest
-    from pipeline.runner import run_command
+    from pipeline.runner import night_java_options, run_command
 
     def body(spark, settings, progress):
         if args.command == "ingest":
             return ingest(spark, args.input, args.output, progress, settings)
         return compute(spark, args.input, args.output, settings, progress, full=args.full)
 
-    java = night_java_options(args.output, args.full) if args.command == "compute" else None
+    java = night_java_options(args.output, args.full, compute_rules) if args.command == "compute" else None
     summary, code = run_command(args, args.command, body, (InputError,), java)
     if summary is None:
         return code

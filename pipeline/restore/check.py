@@ -182,7 +182,7 @@ def run_checks(
         fp_rows = [(c.check_id, fps[c.line], version) for c in lines if fps.get(c.line) is not None]
         check_fps = local_frame(spark, fp_rows, incremental.SCHEMA)
         _write(spark, output, lines, results, matches, fixes, problems, warnings, sp_table, states, check_fps, progress,
-               settings, compare)  # fmt: skip
+               settings, compare, version)  # fmt: skip
     verdicts = Counter(r["verdict"] for r in results.select("verdict").collect())
     summary.verdicts, summary.checks = dict(verdicts), sum(verdicts.values())
     _count_fixes(summary, fixes)
@@ -521,9 +521,11 @@ def _write(
     progress: Progress,
     settings: Settings,
     compare: bool = True,
+    rules_version: str | None = None,
 ) -> None:
     """The restore tables, each replaced by its key (``check_id``; ``savepoint`` for the
-    savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables."""
+    savepoint tables) in one Delta commit, then the run published: as ``compute``'s tables,
+    its record naming the restore rules it decided under (the next run's JVM follows them)."""
     check_ids = local_frame(spark, sorted({(c.check_id,) for c in lines}), "check_id string")
     savepoints = local_frame(
         spark, sorted({(c.savepoint,) for c in lines if c.savepoint_path and c.error is None}), "savepoint string"
@@ -540,5 +542,5 @@ def _write(
     ]  # fmt: skip
     delta_writer.write_run(
         spark, output, writes, check_ids, say=progress.say, deletion_vectors=settings.tables.deletion_vectors,
-        replace_where_max_keys=settings.tables.replace_where_max_keys,
+        replace_where_max_keys=settings.tables.replace_where_max_keys, rules_version=rules_version,
     )  # fmt: skip

@@ -112,9 +112,10 @@ def run(args: argparse.Namespace) -> int:
         return fail("check-restore needs --graphs, --checks and --output (a fleet), or --savepoint (one job)")
     from pipeline.compute.read import InputError
     from pipeline.restore.check import check_restore
+    from pipeline.restore.incremental import restore_rules_version
     from pipeline.restore.k8s import parse_maps
     from pipeline.restore.manifest import read_manifest
-    from pipeline.runner import run_command
+    from pipeline.runner import night_java_options, run_command
 
     def body(spark, settings, progress):
         # the manifest's records (its lines, or Kubernetes resources with --map), as the fleet path takes them
@@ -124,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
             args.full,
         )  # fmt: skip
 
-    s, code = run_command(args, "check-restore", body, (InputError,))
+    def rules(settings):
+        return restore_rules_version(settings, not args.no_proof)
+
+    s, code = run_command(args, "check-restore", body, (InputError,), night_java_options(args.output, args.full, rules))
     if s is None:
         return code
     verdicts = ", ".join(f"{k}={v}" for k, v in sorted(s.verdicts.items()))
