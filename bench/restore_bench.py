@@ -82,6 +82,9 @@ def main() -> None:
     ap.add_argument("--no-proof", action="store_true", help="pass --no-proof (fixes proposed, not recomputed)")
     ap.add_argument("--rerun", default="", help="re-runs after the first: percent of savepoints new, e.g. 0,1")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every run (flink-jobgraph --set), e.g. spark.night_java_options= for the "
+                    "re-runs without the night's JVM")  # fmt: skip
     ap.add_argument("--keep", action="store_true", help="keep the fleet and its output (a temporary folder)")
     args = ap.parse_args()
     cases, metadata = _cases(args.checks // 2)
@@ -95,6 +98,8 @@ def main() -> None:
     ]  # fmt: skip
     if args.no_proof:
         cmd.append("--no-proof")
+    for setting in args.set:
+        cmd += ["--set", setting]
     proc, wall, cpu, stderr = run_timed(cmd)
     result = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
