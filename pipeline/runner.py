@@ -25,21 +25,20 @@ def run_command(
     command: str,
     body: Callable[[Any, Settings, Progress], R],
     errors: tuple[type[Exception], ...] = (),
-    java_options: Callable[[Settings], str] | None = None,
+    night: Callable[[Settings], bool] | None = None,
 ) -> tuple[R | None, int]:
     """(``body(spark, settings, progress)``'s result, 0), or (None, 2) after one line on stderr
     when the run cannot start or ``body`` raises one of ``errors`` (a user's mistake, not a bug).
-    ``java_options``: JVM options the command adds to ``spark.driver_java_options`` for this
-    run, given its settings (a session the pipeline starts itself; spark-submit's keeps its own)."""
+    ``night``: whether this run is a night (:func:`is_night`), given its settings; one runs on
+    ``spark.night_java_options`` (a session the pipeline starts itself; spark-submit's keeps its
+    JVM) and, on a local master, ``spark.night_spark_conf``."""
     try:
         settings = load_settings(overrides(args.set))
-        extra = java_options(settings).strip() if java_options else ""
-        if extra:
-            both = f"{settings.spark.driver_java_options} {extra}".strip()
-            spark = get_spark(settings.with_overrides({"spark.driver_java_options": both}))
-        else:
-            spark = get_spark(settings)
+        night_run = night is not None and night(settings)
+        spark = _session(settings, night_run)
         progress = Progress(not args.quiet)
+        if night_run:
+            progress.say(_night_line(spark, settings))
         result = catalog.with_registration(
             spark,
             command,
@@ -54,20 +53,49 @@ def run_command(
     return result, 0
 
 
-def night_java_options(output: str, full: bool, rules: Callable[[Settings], str]) -> Callable[[Settings], str]:
-    """The JVM options a run adds for a night (``spark.night_java_options``): when its output's
-    newest publish recorded the rules this run has (``rules(settings)``: compute's rules
-    version, or check-restore's), so that it keeps most of the output's rows and ends in
-    seconds on a cold JVM, where C2's compile time is not won back. A run whose rules changed
-    (a new release) computes everything again, as a first run does, and keeps the JVM of one.
-    Asked before the JVM starts (:func:`pipeline.tables.published.published_rules_version`):
-    a local output only; a wrong guess costs time, never a row."""
+def is_night(output: str, full: bool, rules: Callable[[Settings], str]) -> Callable[[Settings], bool]:
+    """Whether a run is a night: its output's newest publish recorded the rules this run has
+    (``rules(settings)``: compute's rules version, or check-restore's), so that it keeps most of
+    the output's rows and ends in seconds on a cold JVM, where C2's compile time is not won back
+    and a fleet's shuffle partitions are mostly empty tasks. A run whose rules changed (a new
+    release) computes everything again, as a first run does, and runs as one. Asked before the
+    JVM starts (:func:`pipeline.tables.published.published_rules_version`): a local output
+    only; a wrong guess costs time, never a row."""
 
-    def options(settings: Settings) -> str:
+    def night(settings: Settings) -> bool:
         from pipeline.tables.published import published_rules_version
 
-        if full or published_rules_version(output) != rules(settings):
-            return ""
-        return settings.spark.night_java_options
+        return not full and published_rules_version(output) == rules(settings)
 
-    return options
+    return night
+
+
+def _session(settings: Settings, night: bool) -> Any:
+    """The run's session; a night's with ``spark.night_java_options`` added to the driver's (a
+    JVM the pipeline starts) and ``spark.night_spark_conf`` set, on a local master, in a session
+    this run starts (a notebook's or a test run's own session keeps its confs)."""
+    if not night:
+        return get_spark(settings)
+    from pyspark.sql import SparkSession
+
+    started_here = SparkSession.getActiveSession() is None
+    both = f"{settings.spark.driver_java_options} {settings.spark.night_java_options}".strip()
+    spark = get_spark(settings.with_overrides({"spark.driver_java_options": both}))
+    if started_here and spark.sparkContext.master.startswith("local"):
+        for key, value in settings.spark.night_spark_conf:
+            spark.conf.set(key, str(value))
+    return spark
+
+
+def _night_line(spark: Any, settings: Settings) -> str:
+    """The progress line of a night: the night's JVM options as the running JVM reports them
+    (a spark-submit JVM has those it was given), and the Spark confs it set."""
+    runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    flags = set(runtime.getInputArguments())
+    jvm = [o for o in settings.spark.night_java_options.split() if o in flags]
+    confs = [f"{k}={spark.conf.get(k)}" for k, v in settings.spark.night_spark_conf if spark.conf.get(k) == str(v)]
+    return (
+        "night: the output's last run computed under these rules; JVM "
+        + (" ".join(jvm) if jvm else "as started (without spark.night_java_options)")
+        + (f"; {', '.join(confs)}" if confs else "")
+    )

@@ -51,6 +51,9 @@ class SparkSettings:
     # (without --full), which keeps most graphs' rows and ends in seconds on a cold JVM, where
     # C2's compile time is not won back either (docs/settings.md)
     night_java_options: str = "-XX:TieredStopAtLevel=1"
+    # Spark SQL confs set for a night, as (name, value) pairs, when the session is local: two
+    # shuffle partitions, as many as a 2-core master has task slots, for a night's few rows
+    night_spark_conf: tuple[tuple[str, Any], ...] = ()
     # Spark SQL confs set for one job's deploy gate, as (name, value) pairs: whole-stage code
     # generation off, whose compiles a cold JVM never wins back on a few rows (docs/settings.md)
     one_job_spark_conf: tuple[tuple[str, Any], ...] = ()
@@ -178,7 +181,7 @@ class Settings:
             value = getattr(self, f.name)
             if dataclasses.is_dataclass(value):
                 value = {s.name: getattr(value, s.name) for s in dataclasses.fields(value)}
-                for key in ("graphframes_spark_conf", "one_job_spark_conf"):
+                for key in ("graphframes_spark_conf", "one_job_spark_conf", "night_spark_conf"):
                     if key in value:
                         value[key] = dict(value[key])
             out[f.name] = value

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pipeline.compute import fingerprints
 from pipeline.compute import read as read_spec
 from pipeline.compute.run import Progress, compute
-from pipeline.runner import night_java_options
+from pipeline.runner import is_night
 from pipeline.settings import Limits, load_settings
 from pipeline.tables import delta_writer
 from pipeline.tables.published import published_rules_version
@@ -249,9 +249,9 @@ def test_other_rules_recompute_every_graph(spark, settings, outputs):
     assert fingerprints.rules_version(other) in versions
     # the publish recorded the rules it computed under: the next run's JVM is chosen by them
     assert published_rules_version(inc) == fingerprints.rules_version(other)
-    assert night_java_options(inc, False, fingerprints.rules_version)(other) == other.spark.night_java_options
-    assert night_java_options(inc, False, fingerprints.rules_version)(settings) == ""  # other rules: every graph again
-    assert night_java_options(inc, True, fingerprints.rules_version)(other) == ""
+    assert is_night(inc, False, fingerprints.rules_version)(other)
+    assert not is_night(inc, False, fingerprints.rules_version)(settings)  # other rules: every graph again
+    assert not is_night(inc, True, fingerprints.rules_version)(other)
     compute(spark, str(root / "in3"), inc, settings, QUIET)  # back to the session's rules
     assert published_rules_version(inc) == fingerprints.rules_version(settings)
     assert published_rules_version(f"file://{inc}") == fingerprints.rules_version(settings)
@@ -262,22 +262,22 @@ def test_a_night_is_told_from_the_output_before_the_jvm_starts(tmp_path, setting
     the output's files before there is a JVM to ask Delta: only an output whose newest publish
     recorded this run's rules is a night; an empty, unknown, foreign or remote output is not."""
     assert settings.spark.night_java_options == "-XX:TieredStopAtLevel=1"  # conf/pipeline.json
+    assert dict(settings.spark.night_spark_conf) == {"spark.sql.shuffle.partitions": 2}
     assert published_rules_version(str(tmp_path / "none")) is None
     assert published_rules_version("s3://bucket/out") is None
-    assert night_java_options("s3://bucket/out", False, fingerprints.rules_version)(settings) == ""
+    assert not is_night("s3://bucket/out", False, fingerprints.rules_version)(settings)
     log = tmp_path / "out" / "runs" / "_delta_log"
     log.mkdir(parents=True)
     assert published_rules_version(str(tmp_path / "out")) is None
     record = {"runs_seen": 0, "view": {}, "rules_version": fingerprints.rules_version(settings)}
     info = {"commitInfo": {"userMetadata": f"{delta_writer.RUN_TAG_PREFIX}r1\n{json.dumps(record)}"}}
     (log / "00000000000000000000.json").write_text(json.dumps(info) + "\n")
-    night = night_java_options(str(tmp_path / "out"), False, fingerprints.rules_version)
-    assert night(settings) == settings.spark.night_java_options
+    assert is_night(str(tmp_path / "out"), False, fingerprints.rules_version)(settings)
     # a newer commit that is no publish of compute's (another command's, or damaged): not a night
     (log / "00000000000000000001.json").write_text('{"commitInfo": {"userMetadata": "x"}}\n')
     assert published_rules_version(str(tmp_path / "out")) is None
     (log / "00000000000000000002.json").write_text("not json\n")
-    assert night_java_options(str(tmp_path / "out"), False, fingerprints.rules_version)(settings) == ""
+    assert not is_night(str(tmp_path / "out"), False, fingerprints.rules_version)(settings)
 
 
 def test_fingerprint_follows_content_profile_and_rules(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ from devtools import restore_cases as rc
 from pipeline.compute.run import Progress
 from pipeline.restore import incremental
 from pipeline.restore.check import check_restore
-from pipeline.runner import night_java_options
+from pipeline.runner import is_night
 from pipeline.tables import delta_writer
 from pipeline.tables.published import published_rules_version
 
@@ -62,8 +62,8 @@ def test_unchanged_checks_are_not_decided_again_and_the_tables_are_a_full_runs(s
     # under: the next check-restore process is a night (its JVM: spark.night_java_options)
     rules = lambda s: incremental.restore_rules_version(s, True)  # noqa: E731 - the default, proofs on
     assert published_rules_version(out) == rules(settings)
-    assert night_java_options(out, False, rules)(settings) == settings.spark.night_java_options
-    assert night_java_options(out, False, lambda s: incremental.restore_rules_version(s, False))(settings) == ""
+    assert is_night(out, False, rules)(settings)
+    assert not is_night(out, False, lambda s: incremental.restore_rules_version(s, False))(settings)
 
     # the same input again: nothing decided, nothing rewritten
     again = check_restore(spark, graphs, checks, out, settings, QUIET)

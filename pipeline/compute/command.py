@@ -40,15 +40,15 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.compute.fingerprints import rules_version as compute_rules
     from pipeline.compute.read import InputError
     from pipeline.compute.run import compute, ingest
-    from pipeline.runner import night_java_options, run_command
+    from pipeline.runner import is_night, run_command
 
     def body(spark, settings, progress):
         if args.command == "ingest":
             return ingest(spark, args.input, args.output, progress, settings)
         return compute(spark, args.input, args.output, settings, progress, full=args.full)
 
-    java = night_java_options(args.output, args.full, compute_rules) if args.command == "compute" else None
-    summary, code = run_command(args, args.command, body, (InputError,), java)
+    night = is_night(args.output, args.full, compute_rules) if args.command == "compute" else None
+    summary, code = run_command(args, args.command, body, (InputError,), night)
     if summary is None:
         return code
     print(

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.restore.incremental import restore_rules_version
     from pipeline.restore.k8s import parse_maps
     from pipeline.restore.manifest import read_manifest
-    from pipeline.runner import night_java_options, run_command
+    from pipeline.runner import is_night, run_command
 
     def body(spark, settings, progress):
         # the manifest's records (its lines, or Kubernetes resources with --map), as the fleet path takes them
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     def rules(settings):
         return restore_rules_version(settings, not args.no_proof)
 
-    s, code = run_command(args, "check-restore", body, (InputError,), night_java_options(args.output, args.full, rules))
+    s, code = run_command(args, "check-restore", body, (InputError,), is_night(args.output, args.full, rules))
     if s is None:
         return code
     verdicts = ", ".join(f"{k}={v}" for k, v in sorted(s.verdicts.items()))
