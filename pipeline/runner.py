@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pipeline.options import fail, overrides
 from pipeline.progress import Progress
-from pipeline.session import SetupError, get_spark
+from pipeline.session import SetupError, get_spark, get_spark_adding
 from pipeline.settings import Settings, load_settings
 from pipeline.tables import catalog
 
@@ -79,8 +79,7 @@ def _session(settings: Settings, night: bool) -> Any:
     from pyspark.sql import SparkSession
 
     started_here = SparkSession.getActiveSession() is None
-    both = f"{settings.spark.driver_java_options} {settings.spark.night_java_options}".strip()
-    spark = get_spark(settings.with_overrides({"spark.driver_java_options": both}))
+    spark = get_spark_adding(settings, settings.spark.night_java_options)
     if started_here and spark.sparkContext.master.startswith("local"):
         for key, value in settings.spark.night_spark_conf:
             spark.conf.set(key, str(value))

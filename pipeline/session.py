@@ -129,6 +129,14 @@ def launched_by_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def get_spark_adding(settings: Settings, java_options: str) -> SparkSession:
+    """:func:`get_spark` with ``java_options`` added after ``spark.driver_java_options``: a run
+    of seconds (one job's gate, a night) that starts its own JVM starts it without what only a
+    long run wins back; an active or spark-submit session keeps its own JVM."""
+    both = f"{settings.spark.driver_java_options} {java_options}".strip()
+    return get_spark(settings.with_overrides({"spark.driver_java_options": both}))
+
+
 def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSession:
     """Reuse an active session (a notebook, Databricks), else build one: under ``spark-submit``
     with spark-submit's master, jars and configuration (the pipeline adds only what the job

@@ -47,9 +47,10 @@ class SparkSettings:
     # added to them for one job's deploy gate (check-restore --savepoint): a run of seconds, where
     # C2's compile time is never won back (docs/settings.md)
     one_job_java_options: str = "-XX:TieredStopAtLevel=1"
-    # added to them for a night: a compute run whose output already holds graph_fingerprints
-    # (without --full), which keeps most graphs' rows and ends in seconds on a cold JVM, where
-    # C2's compile time is not won back either (docs/settings.md)
+    # added to them for a night: a compute run or check-restore re-run (without --full) whose
+    # output's newest publish recorded the rules it has (pipeline/runner.is_night), which keeps
+    # most rows and ends in seconds on a cold JVM, where C2's compile time is not won back
+    # either (docs/settings.md)
     night_java_options: str = "-XX:TieredStopAtLevel=1"
     # Spark SQL confs set for a night, as (name, value) pairs, when the session is local: two
     # shuffle partitions, as many as a 2-core master has task slots, for a night's few rows

@@ -207,10 +207,9 @@ def _parallelism_notes(check: gate.GateCheck, saved: list[int]) -> list[str]:
 
 def _session(settings: Any) -> Any:
     """The gate's SparkSession: the one-job JVM options (docs/deploy-gate.md)."""
-    from pipeline.session import get_spark
+    from pipeline.session import get_spark_adding
 
-    one_job = f"{settings.spark.driver_java_options} {settings.spark.one_job_java_options}".strip()
-    spark = get_spark(settings.with_overrides({"spark.driver_java_options": one_job}))
+    spark = get_spark_adding(settings, settings.spark.one_job_java_options)
     for key, value in settings.spark.one_job_spark_conf:
         spark.conf.set(key, str(value))
     return spark

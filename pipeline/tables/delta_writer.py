@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +57,7 @@ from pipeline.session import is_local_path, local_frame, local_path
 from pipeline.settings import TableSettings
 from pipeline.tables import delta_log
 from pipeline.tables.published import (  # noqa: F401 - also this module's names, as callers know them
+    COMMIT_FILE,
     RUN_TAG_PREFIX,
     RUNS_TABLE,
     PublishingRun,
@@ -518,9 +518,6 @@ def _publish_metadata(spark: SparkSession, output: str, run: PublishingRun) -> s
         return RUN_TAG_PREFIX + run.run_id
 
 
-_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-
-
 def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
     """The table's newest commit (version, its file's modification time) from a listing of
     ``_delta_log``, without a Spark job (``history(1)`` runs one: a second each, cold, and a
@@ -532,7 +529,7 @@ def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
         if not os.path.isdir(folder):
             return None
         for entry in os.scandir(folder):
-            m = _COMMIT_FILE.match(entry.name)
+            m = COMMIT_FILE.match(entry.name)
             if m:
                 found.append((int(m.group(1)), entry.stat().st_mtime_ns // 1_000_000))
     else:
@@ -541,7 +538,7 @@ def latest_commit(spark: SparkSession, path: str) -> tuple[int, int] | None:
         if not fs.exists(hpath):
             return None
         for st in fs.listStatus(hpath):
-            m = _COMMIT_FILE.match(st.getPath().getName())
+            m = COMMIT_FILE.match(st.getPath().getName())
             if m:
                 found.append((int(m.group(1)), int(st.getModificationTime())))
     return max(found) if found else None

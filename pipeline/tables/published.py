@@ -68,7 +68,7 @@ class PublishingRun:
     run_id: str
     digest: str
     versions: dict[str, int]
-    rules_version: str | None = None  # compute's: the rules its rows were computed under
+    rules_version: str | None = None  # the rules the run ran under (compute's, or check-restore's)
 
 
 def published_versions(spark: SparkSession, output: str, tables: Sequence[str] | None = None) -> dict[str, int | None]:
@@ -106,11 +106,23 @@ class _Record:
     view: dict[str, tuple[int, str]]
 
 
-def _record_of(user_metadata: str | None) -> _Record | None:
+def _record_body(user_metadata: str | None) -> dict | None:
+    """The JSON record under a publish's tag (:func:`view_record`), or None (no tagged commit,
+    no record, or not a JSON object)."""
     if not user_metadata or "\n" not in user_metadata or run_of(user_metadata) is None:
         return None
     try:
         body = json.loads(user_metadata.split("\n", 1)[1])
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _record_of(user_metadata: str | None) -> _Record | None:
+    body = _record_body(user_metadata)
+    if body is None:
+        return None
+    try:
         view = {t: (int(v), str(i)) for t, (v, i) in body["view"].items()}
         return _Record(int(body["runs_seen"]), view)
     except (ValueError, KeyError, TypeError):
@@ -274,28 +286,27 @@ def _prefix_end(commits: list[tuple[int, str | None]], keep: set[str]) -> int | 
     return end
 
 
-_COMMIT_JSON = re.compile(r"^\d{20}\.json$")
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")  # a commit file of a Delta log: its version
 
 
 def published_rules_version(output: str) -> str | None:
-    """The rules version the newest publish of a local ``output`` recorded (compute's; None
-    when it recorded none, or the output is elsewhere), read from the newest commit file of its
-    ``runs`` log with ``json`` alone: asked before a JVM exists, it only chooses the JVM's
-    options for a night (pipeline/compute/command.py), never what a run reads or writes, so a
-    commit this misses (not yet in the folder) costs time at most."""
+    """The rules version the newest publish of a local ``output`` recorded (compute's or
+    check-restore's; None when it recorded none, or the output is elsewhere), read from the
+    newest commit file of its ``runs`` log with ``json`` alone: asked before a JVM exists, it
+    only chooses whether a run is a night (:func:`pipeline.runner.is_night`), never what a run
+    reads or writes, so a commit this misses (not yet in the folder) costs time at most."""
     parsed = urlparse(output)
     if parsed.scheme not in ("", "file"):
         return None
     log = Path(parsed.path if parsed.scheme else output) / RUNS_TABLE / "_delta_log"
     try:
-        newest = max((e.name for e in os.scandir(log) if _COMMIT_JSON.match(e.name)), default=None)
+        newest = max((e.name for e in os.scandir(log) if COMMIT_FILE.match(e.name)), default=None)
         if newest is None:
             return None
         with open(log / newest, encoding="utf-8") as f:
             info = next((a["commitInfo"] for a in map(json.loads, f) if "commitInfo" in a), {})
-        metadata = info.get("userMetadata") or ""
-        body = json.loads(metadata.split("\n", 1)[1]) if run_of(metadata) and "\n" in metadata else {}
+        body = _record_body(info.get("userMetadata"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    version = body.get("rules_version") if isinstance(body, dict) else None
+    version = body.get("rules_version") if body is not None else None
     return version if isinstance(version, str) else None
