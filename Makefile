@@ -10,7 +10,9 @@ JARS_STAMP := .cache/jars/.installed
 SPARK_JAR := .cache/jars/flink-jobgraph-spark.jar
 JAVA_SOURCES := $(shell find jvm/src -name '*.java')
 # The driver JVM's class-data-sharing archive (pipeline/session.py): Spark's classes mapped at
-# start instead of loaded from the jars, dumped once by a run on the samples.
+# start instead of loaded from the jars, dumped once by a run on the samples; its name
+# (pipeline/session.py: cds_archive) says which jars it was dumped with, so a rebuilt jar
+# gets a new one.
 CDS_STAMP := .cache/jvm/.installed
 
 .PHONY: install demo test lint bench clean
@@ -40,7 +42,7 @@ $(SPARK_JAR): $(JAVA_SOURCES) $(STAMP)
 		$(JAVA_SOURCES)
 	jar cf $@ -C .cache/jvm-classes .
 
-$(CDS_STAMP): $(STAMP) $(JARS_STAMP) $(SPARK_JAR) scripts/spark_cds.py
+$(CDS_STAMP): $(STAMP) $(JARS_STAMP) $(SPARK_JAR) scripts/spark_cds.py pipeline/session.py
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/spark_cds.py
 	touch $@
 

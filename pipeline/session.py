@@ -76,8 +76,8 @@ def import_graphframes(spark: SparkSession, settings: Settings):
 # The driver JVM's class-data-sharing archive: the classes a run loads (Spark, Delta,
 # GraphFrames: ~19,000), dumped once by `make install` (scripts/spark_cds.py) and mapped by
 # every later start instead of being read from the jars and verified again. It is named by
-# the pinned jars, so another pyspark or jar set uses (or makes) another archive; the JVM
-# checks the rest itself and starts without one, silently, when it does not match.
+# the JDK and the jars (name, size, time), so another pyspark, jar set or a rebuilt jar uses
+# (or makes) another archive; the JVM starts without one, silently, when it does not match.
 CDS_ENV = "FLINK_JOBGRAPH_CDS"  # "off": no archive; "train": dump one at the JVM's exit
 
 
@@ -93,8 +93,10 @@ def cds_archive(settings: Settings) -> Path:
     libjvm = java.resolve().parent.parent / "lib" / "server" / "libjvm.so"
     if libjvm.is_file():
         h.update(f"{libjvm} {libjvm.stat().st_size} {libjvm.stat().st_mtime_ns}".encode())
+    # the JVM maps an archive only over class path entries of the size and time it was dumped
+    # with: a jar rebuilt with the same size (the project's own, by `make install`) names another
     for jar in [*sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, jar_paths(settings))]:
-        h.update(f"{jar.name} {jar.stat().st_size}".encode())
+        h.update(f"{jar.name} {jar.stat().st_size} {jar.stat().st_mtime_ns}".encode())
     return ROOT / ".cache" / "jvm" / f"spark-{pyspark.__version__}-{h.hexdigest()[:12]}.jsa"
 
 

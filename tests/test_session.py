@@ -70,3 +70,26 @@ def test_the_python_workers_started_with_the_session_are_those_sql_stages_use(sp
     assert warmed == sql
     assert plain != sql
     assert "SPARK_SIMPLIFIED_TRACEBACK" not in sc.environment  # added for the warm-up's function only
+
+
+def test_a_jar_rebuilt_with_the_same_size_names_another_archive(settings):
+    """The JVM maps an archive only over jars of the size and time it was dumped with, and
+    starts without it, silently, otherwise. The project's own jar, rebuilt by `make install`
+    after a change under jvm/, keeps its size: its new time must name a new archive (which
+    `make install` then dumps), not leave the old one unmapped under the same name."""
+    import os
+    from pathlib import Path
+
+    from pipeline.session import cds_archive, jar_paths
+
+    jar = Path(jar_paths(settings)[0])
+    st = jar.stat()
+    before = cds_archive(settings)
+    os.utime(jar, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    try:
+        rebuilt = cds_archive(settings)
+    finally:
+        os.utime(jar, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert jar.stat().st_size == st.st_size
+    assert rebuilt != before
+    assert cds_archive(settings) == before  # the time restored: the archive dumped for it
