@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pipeline.options import fail, overrides
 from pipeline.progress import Progress
-from pipeline.session import SetupError, get_spark, get_spark_adding
+from pipeline.session import SetupError, get_spark, get_spark_adding, set_session_confs
 from pipeline.settings import Settings, load_settings
 from pipeline.tables import catalog
 
@@ -81,8 +81,7 @@ def _session(settings: Settings, night: bool) -> Any:
     started_here = SparkSession.getActiveSession() is None
     spark = get_spark_adding(settings, settings.spark.night_java_options)
     if started_here and spark.sparkContext.master.startswith("local"):
-        for key, value in settings.spark.night_spark_conf:
-            spark.conf.set(key, str(value))
+        set_session_confs(spark, "spark.night_spark_conf", settings.spark.night_spark_conf)
     return spark
 
 

@@ -139,6 +139,22 @@ def get_spark_adding(settings: Settings, java_options: str) -> SparkSession:
     return get_spark(settings.with_overrides({"spark.driver_java_options": both}))
 
 
+def set_session_confs(spark: SparkSession, setting: str, confs: tuple[tuple[str, Any], ...]) -> None:
+    """``confs`` (the setting ``setting``'s: ``spark.night_spark_conf``, ...) set on a running
+    session. Only runtime settings can be: a static one (``spark.eventLog.enabled``, the
+    driver's memory) is a mistake in the setting, said as such, not a traceback from Spark."""
+    from pyspark.errors import AnalysisException
+
+    for key, value in confs:
+        try:
+            spark.conf.set(key, str(value))
+        except AnalysisException as e:
+            raise SetupError(
+                f"setting {setting}: {key} cannot be set on a running session ({str(e).splitlines()[0]}); "
+                "it holds runtime SQL settings only, a static one goes to spark-submit --conf"
+            ) from None
+
+
 def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSession:
     """Reuse an active session (a notebook, Databricks), else build one: under ``spark-submit``
     with spark-submit's master, jars and configuration (the pipeline adds only what the job
@@ -180,7 +196,16 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
     if master.startswith("local"):
         builder = builder.config("spark.python.daemon.module", "pipeline.worker_daemon")
         builder = builder.config(*DRIVER_LISTING)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except RuntimeError as e:  # pyspark's JAVA_GATEWAY_EXITED: the JVM's own reason is on stderr above
+        if "JAVA_GATEWAY_EXITED" not in str(e):
+            raise
+        raise SetupError(
+            "the driver JVM did not start (its reason, if it gave one, is just above on the console); "
+            f"its options: {spark_conf.driver_java_options!r} (spark.driver_java_options, with a night's or one "
+            "job's options added)"
+        ) from None
     spark.sparkContext.setLogLevel("ERROR")
     if master.startswith("local"):
         start_python_workers(spark)

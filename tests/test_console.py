@@ -204,3 +204,26 @@ def test_a_night_runs_on_the_nights_jvm(tmp_path):
     assert "1 unchanged and kept" in again.stdout, again.stdout
     full = _cli(*args, "--full")  # every graph again: the first run's JVM
     assert full.returncode == 0 and "night:" not in full.stderr, full.stderr
+    # a static Spark conf in the night's (which a running session cannot take): one line, exit 2
+    static = _cli(*args, "--set", 'spark.night_spark_conf={"spark.eventLog.enabled": true}')
+    assert static.returncode == 2, static.stderr
+    assert "Traceback" not in static.stderr, static.stderr
+    assert "setting spark.night_spark_conf: spark.eventLog.enabled cannot be set on a running session" in (
+        static.stderr
+    ), static.stderr
+
+
+def test_a_driver_jvm_that_does_not_start_is_said_in_one_line(tmp_path):
+    """JVM options the JVM cannot start with (an initial heap above the driver's memory; Spark
+    adds -XX:+IgnoreUnrecognizedVMOptions, so a misspelt -XX flag is ignored, not refused): the
+    JVM's own reason, then one line of ours naming the options, exit 2; no Python traceback."""
+    bad = "-Xms64g"
+    run = _cli("compute", "--input", str(SAMPLES / "wordcount.json"), "--output", str(tmp_path / "out"),
+               "--set", f"spark.driver_java_options={bad}")  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    # the JVM says why on its standard output (HotSpot's error stream), ours goes to stderr
+    assert "Initial heap size set to a larger value than the maximum heap size" in run.stdout + run.stderr
+    said = "the driver JVM did not start (its reason, if it gave one, is just above on the console); its options:"
+    assert f"{said} '{bad}'" in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()

@@ -207,11 +207,10 @@ def _parallelism_notes(check: gate.GateCheck, saved: list[int]) -> list[str]:
 
 def _session(settings: Any) -> Any:
     """The gate's SparkSession: the one-job JVM options (docs/deploy-gate.md)."""
-    from pipeline.session import get_spark_adding
+    from pipeline.session import get_spark_adding, set_session_confs
 
     spark = get_spark_adding(settings, settings.spark.one_job_java_options)
-    for key, value in settings.spark.one_job_spark_conf:
-        spark.conf.set(key, str(value))
+    set_session_confs(spark, "spark.one_job_spark_conf", settings.spark.one_job_spark_conf)
     return spark
 
 
