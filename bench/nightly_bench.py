@@ -27,8 +27,11 @@ the file its error row names): each run's input is linked into that folder befor
 The two versions are ``git archive`` snapshots of ``pipeline/``, ``udfs/``, ``conf/`` and ``jobs/``
 at ``--after`` (default HEAD) and ``--before``, run with this checkout's venv, jars and JVM
 class-data-sharing archive. Per run: wall seconds, the process tree's CPU seconds, when its
-first progress line came and the CPU by then, the Spark jobs and SQL executions before it
-(Spark's event log, nightly runs only), its counts. Then, per launcher, version and kind, the
+first progress line came and the CPU by then, its counts; with ``--event-log``, also the
+Spark jobs and SQL executions before that line (Spark's event log, nightly runs only). The
+event log is off by default: the CLI does not write one, and writing it (a JSON line per task
+and SQL event, on the same two cores) cost a 1% night on fleet-10k about 2 s that its full run,
+timed without it, did not pay (docs/benchmarks.md). Then, per launcher, version and kind, the
 medians, each night's ratio to its version's full run and to Flink's ``createJobGraph`` time
 for the same programs (bench/data/<fleet>.flink.json; ``--retime-flink`` times Flink again
 right before the runs, with bench/make_fleet.py's timing, so both are of the same hour), and the
@@ -229,7 +232,8 @@ class Bench:
             expect = {"recomputed": changed, "skipped": graphs - changed}
         _link_input(variant, self.inp)
         summary = self.work / "summary.json"
-        row = _one(self.codes[version], launcher, self.inp, out, summary, pct is not None, expect)
+        event_log = pct is not None and self.args.event_log
+        row = _one(self.codes[version], launcher, self.inp, out, summary, event_log, expect)
         row = {"launcher": launcher, "version": version, "kind": kind, "round": rnd, **row}
         self.rows.append(row)
         shown = ("launcher", "version", "kind", "round", "wall_s", "cpu_s", "first_progress_s",
@@ -346,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-process", action="store_true", help="also the one-session figure, labelled as such")
     ap.add_argument("--in-process-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--keep", action="store_true", help="keep bench/tmp/nightly-<ts>")
+    ap.add_argument(
+        "--event-log",
+        action="store_true",
+        help="nightly runs write Spark's event log (the jobs before the first line); slows them",
+    )
     args = ap.parse_args(argv)
     if args.in_process_only:
         return in_process_main(args)
