@@ -51,7 +51,7 @@ class SparkSettings:
     # output's newest publish recorded the rules it has (pipeline/runner.is_night), which keeps
     # most rows and ends in seconds on a cold JVM, where C2's compile time is not won back
     # either (docs/settings.md)
-    night_java_options: str = "-XX:TieredStopAtLevel=1"
+    night_java_options: str = "-XX:TieredStopAtLevel=1 -XX:InitialRAMPercentage=17 -XX:MetaspaceSize=256m"
     # Spark SQL confs set for a night, as (name, value) pairs, when the session is local: two
     # shuffle partitions, as many as a 2-core master has task slots, for a night's few rows
     night_spark_conf: tuple[tuple[str, Any], ...] = ()

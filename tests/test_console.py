@@ -188,7 +188,7 @@ def test_the_observer_sees_every_step_and_the_per_graph_rows(spark, settings, tm
     assert max(len(r["frontier_sizes"]) for r in stats) == summary.bfs_levels_max
 
 
-def test_a_night_runs_on_the_nights_jvm(tmp_path):
+def test_a_night_runs_on_the_nights_jvm(tmp_path, settings):
     """A second run on an output computed under the same rules is a night: its JVM runs
     without C2 and its session with the night's Spark confs (spark.night_java_options,
     spark.night_spark_conf), as the running JVM itself reports them; the first run is not."""
@@ -200,7 +200,7 @@ def test_a_night_runs_on_the_nights_jvm(tmp_path):
     assert again.returncode == 0, again.stderr
     night = [ln for ln in again.stderr.splitlines() if "] night: " in ln]
     assert len(night) == 1, again.stderr
-    assert night[0].endswith("JVM -XX:TieredStopAtLevel=1; spark.sql.shuffle.partitions=2"), night
+    assert night[0].endswith(f"JVM {settings.spark.night_java_options}; spark.sql.shuffle.partitions=2"), night
     assert "1 unchanged and kept" in again.stdout, again.stdout
     full = _cli(*args, "--full")  # every graph again: the first run's JVM
     assert full.returncode == 0 and "night:" not in full.stderr, full.stderr
