@@ -261,7 +261,8 @@ def test_a_night_is_told_from_the_output_before_the_jvm_starts(tmp_path, setting
     """Which JVM a compute run starts (``spark.night_java_options``: C1 only) is decided from
     the output's files before there is a JVM to ask Delta: only an output whose newest publish
     recorded this run's rules is a night; an empty, unknown, foreign or remote output is not."""
-    assert settings.spark.night_java_options == "-XX:TieredStopAtLevel=1 -XX:InitialRAMPercentage=17 -XX:MetaspaceSize=256m"  # conf/pipeline.json
+    night_jvm = "-XX:TieredStopAtLevel=1 -XX:InitialRAMPercentage=17 -XX:MetaspaceSize=256m"
+    assert settings.spark.night_java_options == night_jvm  # conf/pipeline.json
     assert dict(settings.spark.night_spark_conf) == {"spark.sql.shuffle.partitions": 2}
     assert published_rules_version(str(tmp_path / "none")) is None
     assert published_rules_version("s3://bucket/out") is None
