@@ -29,9 +29,10 @@ at ``--after`` (default HEAD) and ``--before``, run with this checkout's venv, j
 class-data-sharing archive. Per run: wall seconds, the process tree's CPU seconds, when its
 first progress line came and the CPU by then, its counts; with ``--event-log``, also the
 Spark jobs and SQL executions before that line (Spark's event log, nightly runs only). The
-event log is off by default: the CLI does not write one, and writing it (a JSON line per task
-and SQL event, on the same two cores) cost a 1% night on fleet-10k about 2 s that its full run,
-timed without it, did not pay (docs/benchmarks.md). Then, per launcher, version and kind, the
+event log is off by default: the CLI does not write one, and the full runs were always timed
+without it, so a night timed with it paid for writing a JSON line per task and SQL event, on
+the same two cores, that its full run did not (its cost alone was not measured apart from the
+hour's drift: docs/benchmarks.md). Then, per launcher, version and kind, the
 medians, each night's ratio to its version's full run and to Flink's ``createJobGraph`` time
 for the same programs (bench/data/<fleet>.flink.json; ``--retime-flink`` times Flink again
 right before the runs, with bench/make_fleet.py's timing, so both are of the same hour), and the

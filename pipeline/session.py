@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 from pyspark import RDD, SparkContext
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -92,11 +93,13 @@ def cds_archive(settings: Settings) -> Path:
     java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
     libjvm = java.resolve().parent.parent / "lib" / "server" / "libjvm.so"
     if libjvm.is_file():
-        h.update(f"{libjvm} {libjvm.stat().st_size} {libjvm.stat().st_mtime_ns}".encode())
+        st = libjvm.stat()
+        h.update(f"{libjvm} {st.st_size} {st.st_mtime_ns}".encode())
     # the JVM maps an archive only over class path entries of the size and time it was dumped
     # with: a jar rebuilt with the same size (the project's own, by `make install`) names another
     for jar in [*sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *map(Path, jar_paths(settings))]:
-        h.update(f"{jar.name} {jar.stat().st_size} {jar.stat().st_mtime_ns}".encode())
+        st = jar.stat()
+        h.update(f"{jar.name} {st.st_size} {st.st_mtime_ns}".encode())
     return ROOT / ".cache" / "jvm" / f"spark-{pyspark.__version__}-{h.hexdigest()[:12]}.jsa"
 
 
@@ -198,8 +201,8 @@ def get_spark(settings: Settings, app_name: str = "flink-jobgraph") -> SparkSess
         builder = builder.config(*DRIVER_LISTING)
     try:
         spark = builder.getOrCreate()
-    except RuntimeError as e:  # pyspark's JAVA_GATEWAY_EXITED: the JVM's own reason is on stderr above
-        if "JAVA_GATEWAY_EXITED" not in str(e):
+    except PySparkRuntimeError as e:  # the JVM's own reason is on the console above
+        if e.getErrorClass() != "JAVA_GATEWAY_EXITED":
             raise
         raise SetupError(
             "the driver JVM did not start (its reason, if it gave one, is just above on the console); "
