@@ -329,3 +329,48 @@ def test_rules_version_follows_the_code(tmp_path, monkeypatch, settings):
     assert rule.exists()
     rule.write_text(rule.read_text() + "\n# a changed rule\n")
     assert fingerprints.rules_version(settings) != first
+
+
+def _jobs_of(spark, call) -> int:
+    """The Spark jobs ``call()`` ran (the status tracker's jobs outside any job group)."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    call()
+    return len(set(tracker.getJobIdsForGroup(None)) - before)
+
+
+def test_a_night_prepares_its_replaces_while_chains_run(spark, settings, tmp_path, monkeypatch):
+    fleet = [json.loads(line) for line in (ROOT / "samples" / "fleet-sample.jsonl").read_text().splitlines()]
+    out, full = str(tmp_path / "out"), str(tmp_path / "full")
+    prepared: list[tuple[str, tuple[str, ...]]] = []
+    real = delta_writer.prepare_replaces
+
+    def spy(spark_, output, tables):
+        prepared.append((output, tuple(tables)))
+        return real(spark_, output, tables)
+
+    monkeypatch.setattr(delta_writer, "prepare_replaces", spy)
+    compute(spark, _write(tmp_path / "in1", fleet), out, settings, QUIET)  # a first run: nothing to prepare
+    assert prepared == []
+    one_changed = [dict(fleet[0], nodes=[dict(n, parallelism=5) for n in fleet[0]["nodes"]]), *fleet[1:]]
+    night = compute(spark, _write(tmp_path / "in2", one_changed), out, settings, QUIET)
+    assert (night.graphs_recomputed, night.graphs_skipped) == (1, len(fleet) - 1)
+    # the tables a night replaces without comparing their rows (run.UNCOMPARED_TABLES)
+    assert prepared == [(out, ("operators", "job_vertices", "job_edges", "graph_fingerprints"))]
+    compute(spark, str(tmp_path / "in2"), full, settings, QUIET, full=True)
+    assert _snapshot(spark, out) == _snapshot(spark, full)
+    compute(spark, str(tmp_path / "in2"), out, settings, QUIET)  # unchanged: nothing is written, nothing prepared
+    assert len(prepared) == 1
+
+    # What it spares the write: a table's files and their count, which Delta's DELETE reads
+    # first, are in Delta's snapshot cache (a copy of the output: a path this session never read)
+    shutil.copytree(out, tmp_path / "copy")
+    jvm = spark._jvm
+
+    def count_files(table: str) -> None:
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(tmp_path / "copy" / table))
+        assert log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty()).numOfFiles() > 0
+
+    real(spark, str(tmp_path / "copy"), ["operators", "no_such_table"]).join(timeout=120)
+    assert _jobs_of(spark, lambda: count_files("operators")) == 0
+    assert _jobs_of(spark, lambda: count_files("job_edges")) > 0

@@ -232,6 +232,10 @@ def compute_run(
     rows = _timed(summary, progress, "read+compute", stage, spark, count_graphs=from_texts)
     progress.per_graph_rows(rows)
     counts = _count(spark, rows, summary, progress)
+    compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
+    if output is not None and not compare and summary.graphs_in > summary.graphs_skipped:
+        # a night that rewrites a few graphs: Delta's side of its replaces, while chains run
+        delta_sink.prepare_replaces(spark, output, UNCOMPARED_TABLES)
     roots = _timed(summary, progress, "chains", lambda: _chains(rows, counts, settings, summary), spark)
     chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(spark, roots, counts), spark)
     rows, errors, rejected = _rejections(spark, rows, counts, chain_errors, summary)
@@ -247,7 +251,6 @@ def compute_run(
     run_ids = _run_ids(spark, counts, rejected)
     graph_fps = FUSED_ROWS.rows(rows, "fingerprint") if skip is not None else None
     tables, fingerprint_ids = _tables(spark, list(kept.values()), graph_fps, skip, counts, run_ids, held)
-    compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
     _write_and_count(
         spark, output, summary, progress, tables, run_ids, graphs, settings.tables, compare, fingerprint_ids,
         skip.rules_version if skip is not None else None,
