@@ -232,14 +232,10 @@ def compute_run(
     rows = _timed(summary, progress, "read+compute", stage, spark, count_graphs=from_texts)
     progress.per_graph_rows(rows)
     counts = _count(spark, rows, summary, progress)
-    compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
-    if output is not None and not compare and summary.graphs_in > summary.graphs_skipped:
-        # a night that rewrites a few graphs: Delta's side of its replaces, while chains run
-        delta_sink.prepare_replaces(spark, output, UNCOMPARED_TABLES)
+    compare = _compares_or_prepares(spark, output, summary, known)
     roots = _timed(summary, progress, "chains", lambda: _chains(rows, counts, settings, summary), spark)
     chain_errors = _timed(summary, progress, "chain check", lambda: _chain_errors(spark, roots, counts), spark)
     rows, errors, rejected = _rejections(spark, rows, counts, chain_errors, summary)
-
     kept = {
         "operators": FUSED_ROWS.rows(rows, "operator").select(*OPERATOR_COLUMNS),
         "job_vertices": fused.vertex_rows(rows),
@@ -258,6 +254,18 @@ def compute_run(
     if graph_fps is not None:
         kept["graph_fingerprints"] = graph_fps.select("graph_id", "fingerprint", "skipped")
     return ComputeRun(summary, _stream(keep_stream, ingested, rows, errors), kept)
+
+
+def _compares_or_prepares(
+    spark: SparkSession, output: str | None, summary: RunSummary, known: dict[str, str] | None
+) -> bool:
+    """Whether the run compares its rows with the output's before rewriting them
+    (:func:`compares_rows`). A night that does not, and rewrites some graph, has Delta's side of
+    its replaces prepared while the chains step runs (``delta_writer.prepare_replaces``)."""
+    compare = compares_rows(summary.graphs_in - summary.graphs_skipped, len(known or {}))
+    if output is not None and not compare and summary.graphs_in > summary.graphs_skipped:
+        delta_sink.prepare_replaces(spark, output, UNCOMPARED_TABLES)
+    return compare
 
 
 def _stream(keep: bool, ingested: StreamTables | None, rows: DataFrame, errors: DataFrame) -> StreamTables | None:

@@ -234,8 +234,8 @@ def prepare_replaces(spark: SparkSession, output: str, tables: Sequence[str]) ->
     ``numOfFiles``): two Spark queries per table, and on the run's first Delta write its classes
     and their generated code, all while a night's writes, in their threads, keep both cores busy.
     Started before the chains step, whose many small jobs leave part of a core idle, the writes
-    find them done (a 1% night on fleet-10k: the write 6.3 s -> 4.6 s, the chains step 1.9 s ->
-    3.0 s, the run 0.6 s shorter on five alternated pairs; docs/performance.md).
+    find them done (a 1% night on fleet-10k: the write 5.9-6.8 s -> 3.9-4.4 s, the chains step
+    1.7-1.9 s -> 2.7-3.2 s, the run about 1 s shorter on five alternated pairs; docs/performance.md).
 
     Nothing of the writes depends on it. The snapshot stays in Delta's own ``DeltaLog`` cache;
     every commit's transaction still asks the log for a newer version first, and recomputes on
