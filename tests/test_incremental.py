@@ -26,7 +26,7 @@ from pipeline.compute import read as read_spec
 from pipeline.compute.run import Progress, compute
 from pipeline.runner import is_night
 from pipeline.settings import Limits, load_settings
-from pipeline.tables import delta_writer
+from pipeline.tables import delta_log, delta_writer
 from pipeline.tables.published import published_rules_version
 from udfs.spec import fingerprint as fp_module
 from udfs.spec.fingerprint import line_key, line_salt, spec_fingerprint
@@ -365,11 +365,9 @@ def test_a_night_prepares_its_replaces_while_chains_run(spark, settings, tmp_pat
     # What it spares the write: a table's files and their count, which Delta's DELETE reads
     # first, are in Delta's snapshot cache (a copy of the output: a path this session never read)
     shutil.copytree(out, tmp_path / "copy")
-    jvm = spark._jvm
 
     def count_files(table: str) -> None:
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(tmp_path / "copy" / table))
-        assert log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty()).numOfFiles() > 0
+        assert delta_log.file_count(spark, str(tmp_path / "copy" / table)) > 0
 
     real(spark, str(tmp_path / "copy"), ["operators", "no_such_table"]).join(timeout=120)
     assert _jobs_of(spark, lambda: count_files("operators")) == 0

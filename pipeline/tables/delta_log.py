@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["TableState", "commits", "delta_tables", "read_at", "table_state"]
+__all__ = ["TableState", "commits", "delta_tables", "file_count", "read_at", "table_state"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,15 @@ def table_state(spark: SparkSession, path: str) -> TableState | None:
     metadata = snapshot.metadata()
     fields = json.loads(metadata.schemaString())["fields"]
     return TableState(version, str(metadata.id()), tuple(f["name"] for f in fields))
+
+
+def file_count(spark: SparkSession, path: str) -> int:
+    """The number of files of the table's newest snapshot. Unlike the rest of this module it
+    runs Spark jobs: Delta reconstructs the snapshot's state to count them, and keeps state and
+    count with the snapshot in its per-path cache, where a later replace of the table finds them
+    (``delta_writer.prepare_replaces``)."""
+    _, snapshot = _latest(spark, path)
+    return int(snapshot.numOfFiles())
 
 
 def _user_metadata(actions: Any) -> str | None:

@@ -244,12 +244,9 @@ def prepare_replaces(spark: SparkSession, output: str, tables: Sequence[str]) ->
     from pyspark import InheritableThread
 
     def run() -> None:
-        delta_log_class = spark._jvm.org.apache.spark.sql.delta.DeltaLog
         for name in tables:
             try:
-                delta_log_class.forTable(spark._jsparkSession, table_path(output, name)).update(
-                    False, spark._jvm.scala.Option.empty(), spark._jvm.scala.Option.empty()
-                ).numOfFiles()
+                delta_log.file_count(spark, table_path(output, name))
             except Exception:  # noqa: BLE001, S112 - only spares the write work; it reports its own errors
                 continue
 
